@@ -1,0 +1,81 @@
+package furrow
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/google/uuid"
+)
+
+// MaxValueBytes bounds the text of a reading's value.
+const MaxValueBytes = 1024
+
+// Reading is one stored sensor reading. Timestamp is the server-assigned
+// arrival time in epoch milliseconds; in JSON it is a string, as is Value.
+type Reading struct {
+	DeviceID  uuid.UUID
+	MetricID  int32
+	Value     string
+	Timestamp int64
+	// FarmID is the farm of the device. It is not part of the Reading JSON;
+	// live messages add it (see LiveReading).
+	FarmID uuid.UUID
+}
+
+type readingJSON struct {
+	DeviceID  uuid.UUID `json:"device_id"`
+	MetricID  int32     `json:"metric_id"`
+	Value     string    `json:"value"`
+	Timestamp string    `json:"timestamp"`
+}
+
+// MarshalJSON writes the Reading resource of the spec: value and timestamp
+// as strings.
+func (r Reading) MarshalJSON() ([]byte, error) {
+	return json.Marshal(readingJSON{r.DeviceID, r.MetricID, r.Value, strconv.FormatInt(r.Timestamp, 10)})
+}
+
+// UnmarshalJSON reads the Reading resource back (clients and tests).
+func (r *Reading) UnmarshalJSON(b []byte) error {
+	var v readingJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	ts, err := strconv.ParseInt(v.Timestamp, 10, 64)
+	if err != nil {
+		return err
+	}
+	*r = Reading{DeviceID: v.DeviceID, MetricID: v.MetricID, Value: v.Value, Timestamp: ts}
+	return nil
+}
+
+// LiveReading is the message published on the live bus: the Reading JSON
+// plus farm_id.
+type LiveReading struct {
+	Reading
+}
+
+// MarshalJSON writes the Reading fields and farm_id.
+func (l LiveReading) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		readingJSON
+		FarmID uuid.UUID `json:"farm_id"`
+	}{readingJSON{l.DeviceID, l.MetricID, l.Value, strconv.FormatInt(l.Timestamp, 10)}, l.FarmID})
+}
+
+// ReadingFilter selects readings of one farm for the polling API. Results
+// are newest first; Before (a reading cursor) pages backwards stably.
+type ReadingFilter struct {
+	FarmID   uuid.UUID
+	DeviceID *uuid.UUID
+	MetricID *int32
+	SinceMs  *int64
+	Before   *ReadingCursor
+	Limit    int
+}
+
+// ReadingCursor marks a position in a farm's readings, newest first.
+type ReadingCursor struct {
+	TimestampMs int64
+	Seq         int64
+}

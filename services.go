@@ -1,0 +1,142 @@
+package furrow
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The service interfaces below are implemented by package store (PostgreSQL)
+// and consumed by api, activities and the dispatcher. Unless a method says
+// otherwise, a missing row is an ENOTFOUND *Error, a duplicate an ECONFLICT
+// *Error, and anything else an internal error.
+
+// UserService manages users and their bearer tokens.
+type UserService interface {
+	// CreateUser creates a user and returns it with its token, shown once.
+	// A taken email is ECONFLICT.
+	CreateUser(ctx context.Context, email string) (User, string, error)
+	// UserByToken returns the user holding token; unknown is EUNAUTHORIZED.
+	UserByToken(ctx context.Context, token string) (User, error)
+}
+
+// FarmService manages farms and their members.
+type FarmService interface {
+	// CreateFarm creates a farm with owner as its owner.
+	CreateFarm(ctx context.Context, owner uuid.UUID, name string) (Farm, error)
+	// AddMember gives a user a role on a farm; an existing member is
+	// ECONFLICT and an unknown user ENOTFOUND.
+	AddMember(ctx context.Context, m Member) error
+	// MemberRole returns the user's role on the farm; ENOTFOUND when the
+	// farm does not exist or the user is not a member.
+	MemberRole(ctx context.Context, farmID, userID uuid.UUID) (Role, error)
+}
+
+// DeviceService manages devices and their keys.
+type DeviceService interface {
+	// CreateDevice claims a new device on a farm and returns it with its API
+	// key, shown once.
+	CreateDevice(ctx context.Context, farmID uuid.UUID, name string) (Device, string, error)
+	// RotateDeviceKey issues a new key for the device, revoking the old one.
+	RotateDeviceKey(ctx context.Context, farmID, deviceID uuid.UUID) (string, error)
+	// DeviceByKey returns the device holding the API key; ENOTFOUND if none.
+	DeviceByKey(ctx context.Context, key string) (Device, error)
+	// DeviceByID returns a device by id, whatever its farm.
+	DeviceByID(ctx context.Context, id uuid.UUID) (Device, error)
+	// Devices lists a farm's devices by name.
+	Devices(ctx context.Context, farmID uuid.UUID) ([]Device, error)
+	// MarkOffline marks at most limit devices whose last reading is older
+	// than now-offlineAfter and that are not yet offline, and stores one
+	// device.offline event for each, in one transaction. It returns the
+	// events stored.
+	MarkOffline(ctx context.Context, offlineAfter time.Duration, limit int) ([]Event, error)
+}
+
+// ReadingService stores and lists readings.
+type ReadingService interface {
+	// CreateReading stores r (FarmID and DeviceID set by the caller), its
+	// metric.value event and the device's last-seen time in one transaction,
+	// and returns r with its server-assigned Timestamp and the event.
+	CreateReading(ctx context.Context, r Reading) (Reading, Event, error)
+	// Readings lists readings, newest first, with the cursor of the last
+	// one returned (nil when there are no more).
+	Readings(ctx context.Context, f ReadingFilter) ([]Reading, *ReadingCursor, error)
+}
+
+// EventService stores farm events in the outbox and lists them.
+type EventService interface {
+	// CreateEvent stores e (ID, OccurredAtMs assigned when empty) in the
+	// outbox and returns it.
+	CreateEvent(ctx context.Context, e Event) (Event, error)
+	// Event returns one event by id.
+	Event(ctx context.Context, id string) (Event, error)
+	// Events lists a farm's events, newest first.
+	Events(ctx context.Context, f EventFilter) ([]Event, error)
+}
+
+// Outbox is the dispatcher's view of undispatched events.
+type Outbox interface {
+	// ClaimEvents leases up to limit undispatched events for lease, oldest
+	// first, skipping events leased by another dispatcher.
+	ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]Event, error)
+	// MarkDispatched records that workflows were started for the events.
+	MarkDispatched(ctx context.Context, ids []string) error
+}
+
+// WebhookService manages webhooks and their delivery log.
+type WebhookService interface {
+	// CreateWebhook stores w; ID, Secret, Enabled are set by the caller.
+	CreateWebhook(ctx context.Context, w Webhook) (Webhook, error)
+	// Webhook returns a farm's webhook.
+	Webhook(ctx context.Context, farmID, id uuid.UUID) (Webhook, error)
+	// WebhookByID returns a webhook whatever its farm (delivery engine).
+	WebhookByID(ctx context.Context, id uuid.UUID) (Webhook, error)
+	// Webhooks lists a farm's webhooks, oldest first.
+	Webhooks(ctx context.Context, farmID uuid.UUID) ([]Webhook, error)
+	// DeleteWebhook removes a farm's webhook.
+	DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error
+	// SetWebhookState writes the enabled flag and failure counter. Only the
+	// per-webhook workflow calls it.
+	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error
+	// AddAttempt appends a row to the delivery log.
+	AddAttempt(ctx context.Context, a Attempt) error
+	// Attempts lists a webhook's attempts, newest first.
+	Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]Attempt, error)
+	// PruneAttempts removes attempts older than before, in bounded work.
+	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
+}
+
+// RateLimiter decides whether a credential may make one more request.
+type RateLimiter interface {
+	// Allow counts one request for key if it is within the limit. When it
+	// is not, Allowed is false and RetryAfter says when a slot frees.
+	// Rejected requests do not count.
+	Allow(ctx context.Context, key string) (RateDecision, error)
+}
+
+// RateDecision is the answer of a RateLimiter.
+type RateDecision struct {
+	Allowed    bool
+	RetryAfter time.Duration
+}
+
+// Publisher publishes stored readings to the live-updates bus. Publish is
+// best effort: it never blocks the caller for long and never fails it.
+type Publisher interface {
+	Publish(r LiveReading)
+}
+
+// Waker wakes the outbox dispatcher after events were committed.
+type Waker interface {
+	Wake()
+}
+
+// DeliveryControl is the delivery engine as the API sees it.
+type DeliveryControl interface {
+	// Reenable sends the reenable signal to the webhook's workflow.
+	Reenable(ctx context.Context, webhookID uuid.UUID) error
+	// Redeliver starts a new delivery of each event to w and returns how
+	// many were started.
+	Redeliver(ctx context.Context, w Webhook, events []Event) (int, error)
+}
