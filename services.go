@@ -140,3 +140,10 @@ type DeliveryControl interface {
 	// many were started.
 	Redeliver(ctx context.Context, w Webhook, events []Event) (int, error)
 }
+
+// Retention removes what the service no longer needs to keep.
+type Retention interface {
+	// PruneEvents removes dispatched events that occurred before before, in
+	// bounded batches, and returns how many were removed.
+	PruneEvents(ctx context.Context, before time.Time) (int64, error)
+}
