@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of the binary, read once from the environment in
+// main and passed down as values.
+type Config struct {
+	DatabaseURL         string
+	RedisURL            string
+	HTTPAddr            string
+	TemporalAddress     string
+	TemporalNamespace   string
+	TrustedProxies      []netip.Prefix
+	RetrySchedule       []time.Duration
+	WebhookAllowPrivate bool
+	WebhookCAFile       string
+	DeviceStaleAfter    time.Duration
+	DeviceOfflineAfter  time.Duration
+	DeviceSweepEvery    time.Duration
+	DevDataDir          string
+}
+
+// Defaults of DESIGN.md's configuration table.
+const (
+	defaultDatabaseURL   = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	defaultHTTPAddr      = ":8080"
+	defaultNamespace     = "default"
+	defaultProxies       = "127.0.0.0/8,::1/128"
+	defaultRetrySchedule = "30s,2m,10m,30m,2h,6h,12h"
+)
+
+// loadConfig reads the FURROW_* variables through getenv. Every malformed
+// value is an error naming the variable.
+func loadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:       or(getenv("FURROW_DATABASE_URL"), defaultDatabaseURL),
+		RedisURL:          getenv("FURROW_REDIS_URL"),
+		HTTPAddr:          or(getenv("FURROW_HTTP_ADDR"), defaultHTTPAddr),
+		TemporalAddress:   getenv("FURROW_TEMPORAL_ADDRESS"),
+		TemporalNamespace: or(getenv("FURROW_TEMPORAL_NAMESPACE"), defaultNamespace),
+		WebhookCAFile:     getenv("FURROW_WEBHOOK_CA_FILE"),
+		DevDataDir:        or(getenv("FURROW_DEV_DATA_DIR"), ".furrow"),
+	}
+	var err error
+	if c.TrustedProxies, err = parsePrefixes(or(getenv("FURROW_TRUSTED_PROXIES"), defaultProxies)); err != nil {
+		return c, fmt.Errorf("FURROW_TRUSTED_PROXIES: %w", err)
+	}
+	if c.RetrySchedule, err = parseSchedule(or(getenv("FURROW_RETRY_SCHEDULE"), defaultRetrySchedule)); err != nil {
+		return c, fmt.Errorf("FURROW_RETRY_SCHEDULE: %w", err)
+	}
+	if c.WebhookAllowPrivate, err = parseBool(getenv("FURROW_WEBHOOK_ALLOW_PRIVATE")); err != nil {
+		return c, fmt.Errorf("FURROW_WEBHOOK_ALLOW_PRIVATE: %w", err)
+	}
+	durations := []struct {
+		name string
+		def  string
+		dst  *time.Duration
+	}{
+		{"FURROW_DEVICE_STALE_AFTER", "30m", &c.DeviceStaleAfter},
+		{"FURROW_DEVICE_OFFLINE_AFTER", "2h", &c.DeviceOfflineAfter},
+		{"FURROW_DEVICE_SWEEP_EVERY", "1m", &c.DeviceSweepEvery},
+	}
+	for _, d := range durations {
+		if *d.dst, err = parsePositive(or(getenv(d.name), d.def)); err != nil {
+			return c, fmt.Errorf("%s: %w", d.name, err)
+		}
+	}
+	if c.DeviceOfflineAfter < c.DeviceStaleAfter {
+		return c, fmt.Errorf("FURROW_DEVICE_OFFLINE_AFTER (%s) must not be shorter than FURROW_DEVICE_STALE_AFTER (%s)", c.DeviceOfflineAfter, c.DeviceStaleAfter)
+	}
+	return c, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !strings.Contains(part, "/") {
+			a, err := netip.ParseAddr(part)
+			if err != nil {
+				return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", part)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR prefix", part)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func parseSchedule(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, part := range strings.Split(s, ",") {
+		d, err := parsePositive(strings.TrimSpace(part))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func parsePositive(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 30s or 2h", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q must be positive", s)
+	}
+	return d, nil
+}
+
+func parseBool(s string) (bool, error) {
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%q is not true or false", s)
+	}
+	return b, nil
+}
