@@ -1,0 +1,62 @@
+// Package activities holds the Temporal activities of the delivery engine:
+// the HTTP delivery of one attempt and the store calls the workflows make.
+// Workflows call them through a nil *Activities, so the worker's registered
+// instance is the one that runs.
+package activities
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+// HTTPTimeout bounds each delivery attempt, as the spec requires.
+const HTTPTimeout = 10 * time.Second
+
+// Application error types of failed attempts, visible in Temporal history.
+const (
+	// ErrRetryable marks an attempt that failed in a retried way: 5xx,
+	// 408, 429, timeout, connection failure, or an internal error.
+	ErrRetryable = "DeliveryRetryable"
+	// ErrRejected marks an answer that is never retried: other 4xx, 3xx.
+	ErrRejected = "DeliveryRejected"
+)
+
+// ChainReport tells the per-webhook workflow how a delivery chain ended. It
+// is also the payload of the chain signal.
+type ChainReport struct {
+	WebhookID uuid.UUID
+	EventID   string
+	Failed    bool
+}
+
+// ChainReporter hands a ChainReport to the webhook's workflow, starting the
+// workflow when it does not run (signal-with-start).
+type ChainReporter interface {
+	ReportChain(ctx context.Context, r ChainReport) error
+}
+
+// Activities holds the dependencies of every activity. Register one
+// instance with the worker.
+type Activities struct {
+	Webhooks furrow.WebhookService
+	Events   furrow.EventService
+	// HTTP sends deliveries. It should refuse private addresses (see
+	// package safehttp); redirects are never followed whatever its policy.
+	HTTP     *http.Client
+	Clock    furrow.Clock
+	Logger   *slog.Logger
+	Reporter ChainReporter
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.Default()
+	}
+	return a.Logger
+}

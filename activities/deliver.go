@@ -1,0 +1,208 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/webhook"
+)
+
+// DeliverInput names one delivery attempt. It holds ids only: the secret
+// and the body are read afresh from the store by every attempt.
+type DeliverInput struct {
+	WebhookID uuid.UUID
+	EventID   string
+	// FirstAttempt is the chain's attempt number of this activity's first
+	// attempt; later retries count on from it.
+	FirstAttempt int
+	// Schedule is the delay after each failed attempt of the chain.
+	Schedule []time.Duration
+}
+
+// DeliverResult is the outcome of an attempt that did not fail.
+type DeliverResult struct {
+	Attempt    int
+	StatusCode int
+	// Skipped is set when the webhook was disabled or gone, or the event
+	// gone, so nothing was sent.
+	Skipped bool
+	// Failures is the webhook's failure counter read by the attempt.
+	Failures int
+}
+
+// Deliver makes one attempt to POST the event to the webhook and writes one
+// attempt row. A 2xx answer or a skip returns a result; any other outcome
+// returns a temporal ApplicationError of type ErrRetryable (with the
+// schedule's NextRetryDelay) or ErrRejected (non-retryable), whose details
+// hold the attempt number. Errors never include the secret.
+func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error) {
+	attempt := in.FirstAttempt + int(activity.GetInfo(ctx).Attempt) - 1
+	res := DeliverResult{Attempt: attempt}
+	w, body, skip, err := a.load(ctx, in)
+	if err != nil {
+		return res, retryable(in.Schedule, attempt, "could not load the delivery", err)
+	}
+	row := furrow.Attempt{DeliveryID: uuid.New(), WebhookID: in.WebhookID, EventID: in.EventID, Attempt: attempt}
+	if skip != "" {
+		row.Error, row.AtMs = skip, furrow.Millis(a.Clock.Now())
+		a.record(ctx, row)
+		res.Skipped = true
+		return res, nil
+	}
+	res.Failures = w.ConsecutiveFailures
+	sent := a.post(ctx, w, row.DeliveryID, body)
+	row.StatusCode, row.ResponseBody, row.Error = sent.status, sent.body, sent.errText
+	row.DurationMs, row.AtMs = sent.duration.Milliseconds(), furrow.Millis(sent.at)
+	a.record(ctx, row)
+	a.logger().InfoContext(ctx, "delivery attempt", "webhook_id", in.WebhookID, "event_id", in.EventID,
+		"attempt", attempt, "status", sent.status, "error", sent.errText, "duration_ms", row.DurationMs)
+	res.StatusCode = sent.status
+	return res, classify(in.Schedule, attempt, sent)
+}
+
+// load reads the webhook and the event, or says why the attempt is skipped.
+func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook, []byte, string, error) {
+	w, err := a.Webhooks.WebhookByID(ctx, in.WebhookID)
+	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
+		return w, nil, "skipped: webhook deleted", nil
+	} else if err != nil {
+		return w, nil, "", err
+	} else if !w.Enabled {
+		return w, nil, "skipped: webhook disabled", nil
+	}
+	e, err := a.Events.Event(ctx, in.EventID)
+	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
+		return w, nil, "skipped: event deleted", nil
+	} else if err != nil {
+		return w, nil, "", err
+	}
+	body, err := json.Marshal(e)
+	return w, body, "", err
+}
+
+// sent is what one POST produced.
+type sent struct {
+	at       time.Time
+	duration time.Duration
+	status   int
+	body     string
+	errText  string
+	timeout  bool
+}
+
+// post sends body, signed over exactly those bytes, and reads at most
+// furrow.MaxResponseBody of the answer.
+func (a *Activities) post(ctx context.Context, w furrow.Webhook, deliveryID uuid.UUID, body []byte) sent {
+	ctx, cancel := context.WithTimeout(ctx, HTTPTimeout)
+	defer cancel()
+	s := sent{at: a.Clock.Now()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	if err != nil {
+		s.errText = "invalid endpoint address"
+		return s
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", webhook.UserAgent)
+	req.Header.Set(webhook.SignatureHeader, webhook.Sign(w.Secret, s.at, body))
+	req.Header.Set(webhook.DeliveryHeader, deliveryID.String())
+	resp, err := a.client().Do(req)
+	if err != nil {
+		s.duration = a.Clock.Now().Sub(s.at)
+		s.timeout = errors.Is(err, context.DeadlineExceeded) || isTimeout(err)
+		s.errText = transportError(err, s.timeout)
+		return s
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, furrow.MaxResponseBody))
+	s.duration = a.Clock.Now().Sub(s.at)
+	s.status, s.body = resp.StatusCode, cleanText(b)
+	if err != nil {
+		s.errText = "reading the answer failed"
+	}
+	return s
+}
+
+// client returns a.HTTP with redirects turned off: a redirect is a failed
+// delivery and must never be followed.
+func (a *Activities) client() *http.Client {
+	c := http.Client{}
+	if a.HTTP != nil {
+		c = *a.HTTP
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// record writes the attempt row. A failed write is logged, not returned:
+// failing the attempt would send the event again for a bookkeeping error.
+func (a *Activities) record(ctx context.Context, row furrow.Attempt) {
+	if err := a.Webhooks.AddAttempt(ctx, row); err != nil {
+		a.logger().ErrorContext(ctx, "writing delivery attempt failed", "webhook_id", row.WebhookID,
+			"event_id", row.EventID, "attempt", row.Attempt, "err", err)
+	}
+}
+
+// classify turns a sent attempt into nil (2xx) or an application error.
+func classify(schedule []time.Duration, attempt int, s sent) error {
+	switch {
+	case s.status >= 200 && s.status < 300:
+		return nil
+	case s.status == 0 || s.status >= 500 || s.status == http.StatusRequestTimeout || s.status == http.StatusTooManyRequests:
+		return retryable(schedule, attempt, attemptText(s), nil)
+	}
+	return temporal.NewApplicationErrorWithOptions(attemptText(s), ErrRejected,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{attempt}})
+}
+
+func attemptText(s sent) string {
+	if s.status == 0 {
+		return s.errText
+	}
+	return fmt.Sprintf("endpoint answered %d", s.status)
+}
+
+// retryable returns an ErrRetryable error whose next attempt comes after
+// the schedule's delay for attempt.
+func retryable(schedule []time.Duration, attempt int, msg string, cause error) error {
+	opts := temporal.ApplicationErrorOptions{Cause: cause, Details: []any{attempt}}
+	if attempt >= 1 && attempt <= len(schedule) {
+		opts.NextRetryDelay = schedule[attempt-1]
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, ErrRetryable, opts)
+}
+
+// transportError describes a failed request without the URL, which the
+// *url.Error would otherwise repeat.
+func transportError(err error, timeout bool) string {
+	if timeout {
+		return fmt.Sprintf("timeout after %s", HTTPTimeout)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return "connection failed: " + err.Error()
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// cleanText makes an answer storable as text: valid UTF-8 without NUL.
+func cleanText(b []byte) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "")
+}

@@ -1,0 +1,109 @@
+// Package workflows defines the Temporal workflows of the delivery engine and
+// every name the API, the dispatcher and the worker share: the task queue,
+// workflow IDs, signal names and search attributes.
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/furrowhq/furrow"
+)
+
+// TaskQueue is the task queue of every Furrow workflow and activity.
+const TaskQueue = "furrow"
+
+// Registered workflow type names. They are part of the history, so renaming
+// one breaks running workflows.
+const (
+	DeliveryWorkflowName = "Delivery"
+	WebhookWorkflowName  = "Webhook"
+)
+
+// Signals of the per-webhook workflow.
+const (
+	// SignalReenable re-enables a webhook and resets its failure counter.
+	// It carries no payload, so support can send it from the Temporal UI
+	// or CLI.
+	SignalReenable = "reenable"
+	// SignalChain reports the end of a delivery chain (an
+	// activities.ChainReport). Only delivery workflows send it.
+	SignalChain = "chain"
+)
+
+// DefaultSchedule is the delay after each failed attempt but the last: 8
+// attempts over about 21 hours.
+var DefaultSchedule = []time.Duration{
+	30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute,
+	2 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+}
+
+// Search attribute keys of delivery workflows, all of type keyword.
+var (
+	SearchWebhookID = temporal.NewSearchAttributeKeyKeyword("FurrowWebhookId")
+	SearchEventID   = temporal.NewSearchAttributeKeyKeyword("FurrowEventId")
+	SearchFarmID    = temporal.NewSearchAttributeKeyKeyword("FurrowFarmId")
+	SearchEventType = temporal.NewSearchAttributeKeyKeyword("FurrowEventType")
+)
+
+// SearchAttributeNames lists the custom search attributes a Temporal
+// namespace must have registered, all of type keyword.
+var SearchAttributeNames = []string{
+	SearchWebhookID.GetName(), SearchEventID.GetName(), SearchFarmID.GetName(), SearchEventType.GetName(),
+}
+
+// DeliveryWorkflowID is the deterministic ID of the delivery of an event to
+// a webhook, so that starting it twice is harmless.
+func DeliveryWorkflowID(webhookID uuid.UUID, eventID string) string {
+	return fmt.Sprintf("delivery/%s/%s", webhookID, eventID)
+}
+
+// RedeliveryWorkflowID is the ID of a redelivery; suffix makes it unique.
+func RedeliveryWorkflowID(webhookID uuid.UUID, eventID, suffix string) string {
+	return DeliveryWorkflowID(webhookID, eventID) + "/redeliver/" + suffix
+}
+
+// WebhookWorkflowID is the ID of the per-webhook workflow.
+func WebhookWorkflowID(webhookID uuid.UUID) string {
+	return fmt.Sprintf("webhook/%s", webhookID)
+}
+
+// DeliverySearchAttributes returns the search attributes of the delivery of
+// e to a webhook.
+func DeliverySearchAttributes(webhookID uuid.UUID, e furrow.Event) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		SearchWebhookID.ValueSet(webhookID.String()),
+		SearchEventID.ValueSet(e.ID),
+		SearchFarmID.ValueSet(e.FarmID.String()),
+		SearchEventType.ValueSet(e.Type),
+	)
+}
+
+// DeliveryStart returns the start options and input of the delivery of e
+// to a webhook under workflow ID id. A closed or running workflow with the
+// same ID makes the start fail with WorkflowExecutionAlreadyStarted, which
+// callers treat as success. An empty schedule means DefaultSchedule.
+func DeliveryStart(id string, webhookID uuid.UUID, e furrow.Event, schedule []time.Duration) (client.StartWorkflowOptions, DeliveryInput) {
+	opts := client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		TypedSearchAttributes:                    DeliverySearchAttributes(webhookID, e),
+		EnableEagerStart:                         true,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}
+	in := DeliveryInput{WebhookID: webhookID, EventID: e.ID, FarmID: e.FarmID, EventType: e.Type, Schedule: schedule}
+	return opts, in
+}
+
+// WebhookStart returns the start options of the per-webhook workflow, for
+// signal-with-start.
+func WebhookStart(webhookID uuid.UUID) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{ID: WebhookWorkflowID(webhookID), TaskQueue: TaskQueue}
+}
