@@ -1,0 +1,195 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/furrowhq/furrow"
+)
+
+const (
+	// queueSize bounds the readings waiting to be published; beyond it
+	// Publish drops, so that ingestion never waits on the bus.
+	queueSize = 4096
+	// batchSize bounds the readings sent to the transport at once (one
+	// Redis pipeline).
+	batchSize = 128
+	// sendTimeout bounds one transport send.
+	sendTimeout = 5 * time.Second
+	// warnEvery rate-limits the bus's warnings.
+	warnEvery = 10 * time.Second
+)
+
+// transport carries readings to the hubs that want them: directly in
+// process, or through Redis pub/sub.
+type transport interface {
+	// send publishes a batch in order. It is called from one goroutine.
+	send(ctx context.Context, batch []furrow.LiveReading) error
+	// watch makes messages of topic reach the local hub and returns a
+	// channel closed once they do. Calls are serialised by the Bus.
+	watch(topic string) <-chan struct{}
+	// unwatch stops what watch started, after the topic's last local
+	// subscriber left.
+	unwatch(topic string)
+	close() error
+}
+
+// Bus is the live-updates bus. It implements furrow.Publisher and lets
+// local sinks subscribe to topics. The zero value is not usable; create one
+// with NewMemoryBus or NewRedisBus.
+type Bus struct {
+	hub   *hub
+	tr    transport
+	queue chan furrow.LiveReading
+	log   *slog.Logger
+	warn  *rateLog
+
+	subMu   sync.Mutex // serialises watch and unwatch, keeping their order
+	dropped atomic.Uint64
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newBus(h *hub, tr transport, queue int, log *slog.Logger) *Bus {
+	if log == nil {
+		log = slog.Default()
+	}
+	b := &Bus{
+		hub: h, tr: tr, queue: make(chan furrow.LiveReading, queue), log: log,
+		warn: &rateLog{clock: furrow.SystemClock{}, every: warnEvery},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go b.pump()
+	return b
+}
+
+// Publish queues a reading for its two topics. It never blocks and never
+// fails: when the queue is full the reading is dropped and counted.
+func (b *Bus) Publish(r furrow.LiveReading) {
+	select {
+	case b.queue <- r:
+	default:
+		b.drop(1, "live: publish queue full, reading dropped", nil)
+	}
+}
+
+// Dropped returns how many readings were dropped because the queue was full
+// or the transport failed.
+func (b *Bus) Dropped() uint64 { return b.dropped.Load() }
+
+// Subscribe makes s receive the messages of topic t and returns once they
+// flow (on Redis, once the subscription is confirmed). When ctx ends first,
+// s is unsubscribed again and the context's error is returned.
+func (b *Bus) Subscribe(ctx context.Context, t Topic, s Sink) error {
+	topic := t.String()
+	b.subMu.Lock()
+	b.hub.add(topic, s)
+	ready := b.tr.watch(topic)
+	b.subMu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		b.Unsubscribe(t, s)
+		return fmt.Errorf("live: subscribe %s: %w", topic, ctx.Err())
+	}
+}
+
+// Unsubscribe stops s receiving the messages of topic t. Unsubscribing
+// what was not subscribed does nothing.
+func (b *Bus) Unsubscribe(t Topic, s Sink) {
+	topic := t.String()
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	if b.hub.remove(topic, s) {
+		b.tr.unwatch(topic)
+	}
+}
+
+// Close stops publishing and releases the transport. Readings still queued
+// are dropped; Publish after Close drops too. It returns the transport's
+// close error.
+func (b *Bus) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		close(b.stop)
+		<-b.done
+		err = b.tr.close()
+	})
+	return err
+}
+
+// pump is the one goroutine that sends to the transport, so readings leave
+// in the order they were published and each device's order holds.
+func (b *Bus) pump() {
+	defer close(b.done)
+	batch := make([]furrow.LiveReading, 0, batchSize)
+	for {
+		select {
+		case <-b.stop:
+			return
+		case r := <-b.queue:
+			batch = b.fill(append(batch[:0], r))
+			ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+			err := b.tr.send(ctx, batch)
+			cancel()
+			if err != nil {
+				b.drop(len(batch), "live: publish failed, readings dropped", err)
+			}
+		}
+	}
+}
+
+// fill adds whatever is already queued to batch, up to batchSize.
+func (b *Bus) fill(batch []furrow.LiveReading) []furrow.LiveReading {
+	for len(batch) < batchSize {
+		select {
+		case r := <-b.queue:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (b *Bus) drop(n int, msg string, err error) {
+	total := b.dropped.Add(uint64(n))
+	if ok, suppressed := b.warn.allow(); ok {
+		args := []any{"dropped_total", total, "suppressed_warnings", suppressed}
+		if err != nil {
+			args = append(args, "err", err)
+		}
+		b.log.Warn(msg, args...)
+	}
+}
+
+// rateLog lets one warning through per interval and counts the rest.
+type rateLog struct {
+	mu         sync.Mutex
+	clock      furrow.Clock
+	every      time.Duration
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether to log now and how many were suppressed since the
+// last one.
+func (l *rateLog) allow() (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+		l.suppressed++
+		return false, 0
+	}
+	n := l.suppressed
+	l.last, l.suppressed = now, 0
+	return true, n
+}
