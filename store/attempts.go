@@ -1,0 +1,148 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/furrowhq/furrow"
+)
+
+// Attempts limits.
+const (
+	defaultAttemptsLimit = 50
+	maxAttemptsLimit     = 1000
+)
+
+// AddAttempt appends a to the delivery log. The response body is cut to
+// furrow.MaxResponseBody bytes and, like Error, made storable text. A zero
+// AtMs is the clock's now and a nil DeliveryID a new one. The day's
+// partition is created when missing. A malformed EventID is EINVALID.
+func (db *DB) AddAttempt(ctx context.Context, a furrow.Attempt) error {
+	eventID, err := furrow.ParseEventID(a.EventID)
+	if err != nil {
+		return err
+	}
+	if a.AtMs == 0 {
+		a.AtMs = db.nowMs()
+	}
+	if a.DeliveryID == uuid.Nil {
+		a.DeliveryID = uuid.New()
+	}
+	a.ResponseBody = storableText(truncateUTF8(a.ResponseBody, furrow.MaxResponseBody))
+	a.Error = storableText(a.Error)
+	err = db.insertAttempt(ctx, a, eventID)
+	if isMissingPartition(err) {
+		if err = db.ensurePartitions(ctx, time.UnixMilli(a.AtMs), 1); err == nil {
+			err = db.insertAttempt(ctx, a, eventID)
+		}
+	}
+	return translate(err, "add attempt", "webhook")
+}
+
+func (db *DB) insertAttempt(ctx context.Context, a furrow.Attempt, eventID uuid.UUID) error {
+	_, err := db.pool.Exec(ctx, `INSERT INTO delivery_attempts
+		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		a.DeliveryID, a.WebhookID, eventID, a.Attempt, a.StatusCode, a.ResponseBody, a.Error, a.DurationMs, a.AtMs)
+	return err
+}
+
+// isMissingPartition reports the error of a row that no partition accepts.
+func isMissingPartition(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == pgCheckViolation && pe.ConstraintName == "" &&
+		strings.Contains(pe.Message, "no partition")
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	// A cut character leaves at most UTFMax-1 stray bytes at the end.
+	for i := 1; i < utf8.UTFMax && len(s) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// storableText makes s valid UTF-8 without NUL, which PostgreSQL text
+// cannot hold.
+func storableText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// Attempts lists a webhook's attempts, newest first; limit defaults to 50
+// and is capped at 1000.
+func (db *DB) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]furrow.Attempt, error) {
+	rows, _ := db.pool.Query(ctx, `SELECT delivery_id, webhook_id, event_id, attempt, status_code,
+		response_body, error, duration_ms, at_ms
+		FROM delivery_attempts WHERE webhook_id = $1 ORDER BY at_ms DESC, seq DESC LIMIT $2`,
+		webhookID, clampLimit(limit, defaultAttemptsLimit, maxAttemptsLimit))
+	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Attempt, error) {
+		var a furrow.Attempt
+		var ev uuid.UUID
+		err := r.Scan(&a.DeliveryID, &a.WebhookID, &ev, &a.Attempt, &a.StatusCode,
+			&a.ResponseBody, &a.Error, &a.DurationMs, &a.AtMs)
+		a.EventID = "evt_" + ev.String()
+		return a, err
+	})
+	if err != nil {
+		return nil, translate(err, "list attempts", "webhook")
+	}
+	return as, nil
+}
+
+// PruneAttempts drops the day partitions of the delivery log that end at or
+// before before, and returns how many attempts they held. Whole partitions
+// go, so the cost does not grow with the log, and attempts are kept up to a
+// day longer than asked. It also creates the partitions of the next days.
+func (db *DB) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
+	if err := db.ensurePartitions(ctx, db.clock.Now(), partitionsAhead); err != nil {
+		return 0, err
+	}
+	days, err := db.partitionDays(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, day := range days {
+		if day.AddDate(0, 0, 1).After(before) {
+			continue
+		}
+		n, err := db.dropPartition(ctx, day)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func (db *DB) dropPartition(ctx context.Context, day time.Time) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		name := partitionName(day)
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+name).Scan(&n); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DROP TABLE "+name)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: drop attempts partition: %w", err)
+	}
+	return n, nil
+}

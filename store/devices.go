@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+)
+
+const deviceColumns = "id, farm_id, name, last_seen_ms, offline_since_ms"
+
+func scanDevice(row pgx.Row) (furrow.Device, error) {
+	var d furrow.Device
+	err := row.Scan(&d.ID, &d.FarmID, &d.Name, &d.LastSeenMs, &d.OfflineSinceMs)
+	return d, err
+}
+
+// CreateDevice claims a new device on a farm and returns it with its API
+// key, shown once; only the key's hash is stored. An unknown farm is
+// ENOTFOUND.
+func (db *DB) CreateDevice(ctx context.Context, farmID uuid.UUID, name string) (furrow.Device, string, error) {
+	d := furrow.Device{ID: uuid.New(), FarmID: farmID, Name: name}
+	key, hash := newSecret(furrow.DeviceKeyPrefix)
+	_, err := db.pool.Exec(ctx,
+		"INSERT INTO devices (id, farm_id, name, key_hash, created_at_ms) VALUES ($1, $2, $3, $4, $5)",
+		d.ID, farmID, name, hash, db.nowMs())
+	if err != nil {
+		return furrow.Device{}, "", translate(err, "create device", "device")
+	}
+	return d, key, nil
+}
+
+// RotateDeviceKey issues a new key for the farm's device and replaces the
+// stored hash, so the old key stops working at once. An unknown device is
+// ENOTFOUND.
+func (db *DB) RotateDeviceKey(ctx context.Context, farmID, deviceID uuid.UUID) (string, error) {
+	key, hash := newSecret(furrow.DeviceKeyPrefix)
+	tag, err := db.pool.Exec(ctx, "UPDATE devices SET key_hash = $1 WHERE id = $2 AND farm_id = $3",
+		hash, deviceID, farmID)
+	if err != nil {
+		return "", translate(err, "rotate device key", "device")
+	}
+	if tag.RowsAffected() == 0 {
+		return "", furrow.Errorf(furrow.ENOTFOUND, "device not found")
+	}
+	return key, nil
+}
+
+// DeviceByKey returns the device holding the API key; ENOTFOUND if none.
+func (db *DB) DeviceByKey(ctx context.Context, key string) (furrow.Device, error) {
+	d, err := scanDevice(db.pool.QueryRow(ctx,
+		"SELECT "+deviceColumns+" FROM devices WHERE key_hash = $1", hashSecret(key)))
+	return d, translate(err, "device by key", "device")
+}
+
+// DeviceByID returns a device by id, whatever its farm; ENOTFOUND if none.
+func (db *DB) DeviceByID(ctx context.Context, id uuid.UUID) (furrow.Device, error) {
+	d, err := scanDevice(db.pool.QueryRow(ctx, "SELECT "+deviceColumns+" FROM devices WHERE id = $1", id))
+	return d, translate(err, "device by id", "device")
+}
+
+// Devices lists a farm's devices by name; an unknown farm has none.
+func (db *DB) Devices(ctx context.Context, farmID uuid.UUID) ([]furrow.Device, error) {
+	rows, _ := db.pool.Query(ctx,
+		"SELECT "+deviceColumns+" FROM devices WHERE farm_id = $1 ORDER BY name, id", farmID)
+	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Device, error) { return scanDevice(r) })
+	if err != nil {
+		return nil, translate(err, "list devices", "farm")
+	}
+	return ds, nil
+}

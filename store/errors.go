@@ -1,0 +1,79 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/furrowhq/furrow"
+)
+
+// constraintMessages gives the client-safe sentence for a violated
+// constraint, named in the migrations.
+var constraintMessages = map[string]string{
+	"users_email_key":         "a user with this email already exists",
+	"users_token_hash_key":    "token collision; retry",
+	"farm_members_pkey":       "the user is already a member of the farm",
+	"farm_members_farm_fkey":  "farm not found",
+	"farm_members_user_fkey":  "user not found",
+	"devices_key_hash_key":    "device key collision; retry",
+	"devices_farm_fkey":       "farm not found",
+	"readings_device_fkey":    "device not found",
+	"events_farm_fkey":        "farm not found",
+	"events_pkey":             "an event with this id already exists",
+	"webhooks_farm_fkey":      "farm not found",
+	"webhooks_pkey":           "a webhook with this id already exists",
+	"farms_pkey":              "a farm with this id already exists",
+	"devices_pkey":            "a device with this id already exists",
+	"users_pkey":              "a user with this id already exists",
+	"farm_members_role_check": "invalid role",
+}
+
+// PostgreSQL error codes the store translates.
+const (
+	pgUniqueViolation     = "23505"
+	pgForeignKeyViolation = "23503"
+	pgCheckViolation      = "23514"
+	pgCharacterNotInRepe  = "22P05"
+	pgInvalidByteSequence = "22021"
+)
+
+// translate turns a pgx error into a furrow error: no rows is ENOTFOUND
+// (what names the missing thing), unique violation ECONFLICT, foreign-key
+// violation ENOTFOUND; anything else is wrapped with op. Messages come from
+// constraint names, never from the values, so secrets cannot leak.
+func translate(err error, op, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return furrow.Errorf(furrow.ENOTFOUND, "%s not found", what)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		msg, known := constraintMessages[pe.ConstraintName]
+		switch pe.Code {
+		case pgUniqueViolation:
+			if !known {
+				msg = "the resource already exists"
+			}
+			return furrow.Errorf(furrow.ECONFLICT, "%s", msg)
+		case pgForeignKeyViolation:
+			if !known {
+				msg = "a referenced resource was not found"
+			}
+			return furrow.Errorf(furrow.ENOTFOUND, "%s", msg)
+		case pgCheckViolation:
+			if known {
+				return furrow.Errorf(furrow.EINVALID, "%s", msg)
+			}
+		case pgInvalidByteSequence, pgCharacterNotInRepe:
+			return furrow.Errorf(furrow.EINVALID, "text must be valid UTF-8 without NUL characters")
+		}
+		// Only code and constraint: the detail may quote row values.
+		return fmt.Errorf("store: %s: postgres error %s (%s)", op, pe.Code, pe.ConstraintName)
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}

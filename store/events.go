@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+)
+
+// Listing limits of Events and Readings.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+func clampLimit(n, def, max int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, max)
+}
+
+const eventColumns = "id, type, farm_id, occurred_at_ms, data"
+
+func scanEvent(row pgx.Row) (furrow.Event, error) {
+	var (
+		e    furrow.Event
+		id   uuid.UUID
+		data []byte
+	)
+	if err := row.Scan(&id, &e.Type, &e.FarmID, &e.OccurredAtMs, &data); err != nil {
+		return furrow.Event{}, err
+	}
+	e.ID, e.Data = "evt_"+id.String(), data
+	return e, nil
+}
+
+func collectEvents(rows pgx.Rows) ([]furrow.Event, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Event, error) { return scanEvent(r) })
+}
+
+// eventRows holds events as the column arrays of one multi-row insert.
+type eventRows struct {
+	ids, farms []uuid.UUID
+	types      []string
+	occurred   []int64
+	data       []string
+}
+
+func (r *eventRows) add(id uuid.UUID, e furrow.Event) {
+	r.ids = append(r.ids, id)
+	r.types = append(r.types, e.Type)
+	r.farms = append(r.farms, e.FarmID)
+	r.occurred = append(r.occurred, e.OccurredAtMs)
+	r.data = append(r.data, string(e.Data))
+}
+
+const insertEventsSQL = `INSERT INTO events (id, type, farm_id, occurred_at_ms, data)
+	SELECT id, type, farm_id, occurred_at_ms, data::jsonb
+	FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[])
+		AS t(id, type, farm_id, occurred_at_ms, data)`
+
+func (r *eventRows) args() []any { return []any{r.ids, r.types, r.farms, r.occurred, r.data} }
+
+// CreateEvent stores e in the outbox and returns it. An empty ID gets a new
+// evt_<uuid> and a zero OccurredAtMs the clock's now; empty Data is {}.
+// A malformed id, unknown type or non-object data is EINVALID, an unknown
+// farm ENOTFOUND, a taken id ECONFLICT.
+func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.Event, error) {
+	if e.ID == "" {
+		e.ID = furrow.NewEventID()
+	}
+	if e.OccurredAtMs == 0 {
+		e.OccurredAtMs = db.nowMs()
+	}
+	if len(e.Data) == 0 {
+		e.Data = json.RawMessage("{}")
+	}
+	id, err := validEvent(e)
+	if err != nil {
+		return furrow.Event{}, err
+	}
+	var rows eventRows
+	rows.add(id, e)
+	if _, err := db.pool.Exec(ctx, insertEventsSQL, rows.args()...); err != nil {
+		return furrow.Event{}, translate(err, "create event", "farm")
+	}
+	return e, nil
+}
+
+func validEvent(e furrow.Event) (uuid.UUID, error) {
+	id, err := furrow.ParseEventID(e.ID)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if !furrow.IsEventType(e.Type) {
+		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "unknown event type")
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(e.Data, &obj) != nil || obj == nil {
+		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "event data must be a JSON object")
+	}
+	// PostgreSQL jsonb rejects the NUL character.
+	if strings.Contains(string(e.Data), `\u0000`) {
+		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "event data must not contain NUL characters")
+	}
+	return id, nil
+}
+
+// Event returns one event by its evt_<uuid> id; a malformed id is
+// EINVALID, an unknown one ENOTFOUND.
+func (db *DB) Event(ctx context.Context, id string) (furrow.Event, error) {
+	u, err := furrow.ParseEventID(id)
+	if err != nil {
+		return furrow.Event{}, err
+	}
+	e, err := scanEvent(db.pool.QueryRow(ctx, "SELECT "+eventColumns+" FROM events WHERE id = $1", u))
+	return e, translate(err, "event", "event")
+}
+
+// Events lists a farm's events, newest first, filtered by type and since
+// (inclusive); limit defaults to 100 and is capped at 1000.
+func (db *DB) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, error) {
+	q := "SELECT " + eventColumns + " FROM events WHERE farm_id = $1"
+	args := []any{f.FarmID}
+	if f.Type != "" {
+		args = append(args, f.Type)
+		q += fmt.Sprintf(" AND type = $%d", len(args))
+	}
+	if f.SinceMs != nil {
+		args = append(args, *f.SinceMs)
+		q += fmt.Sprintf(" AND occurred_at_ms >= $%d", len(args))
+	}
+	args = append(args, clampLimit(f.Limit, defaultListLimit, maxListLimit))
+	q += fmt.Sprintf(" ORDER BY occurred_at_ms DESC, seq DESC LIMIT $%d", len(args))
+	rows, _ := db.pool.Query(ctx, q, args...)
+	es, err := collectEvents(rows)
+	if err != nil {
+		return nil, translate(err, "list events", "farm")
+	}
+	return es, nil
+}

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrateLockKey is the advisory lock that serializes concurrent Migrate
+// calls on one database.
+const migrateLockKey = 0x66757272 // "furr"
+
+type migration struct {
+	version string
+	sql     string
+}
+
+func migrations() []migration {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		panic(err) // The pattern is constant and valid.
+	}
+	sort.Strings(names)
+	out := make([]migration, 0, len(names))
+	for _, n := range names {
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			panic(err) // Embedded files are always readable.
+		}
+		out = append(out, migration{version: n[len("migrations/"):], sql: string(b)})
+	}
+	return out
+}
+
+// MigrationsDigest returns a short hex digest of the embedded migrations,
+// naming the schema they build.
+func MigrationsDigest() string {
+	h := sha256.New()
+	for _, m := range migrations() {
+		fmt.Fprintf(h, "%s\x00%s\x00", m.version, m.sql)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Migrate applies the embedded migrations not yet recorded in
+// schema_migrations, in file-name order, each in its own transaction. An
+// advisory lock lets several processes call it at once. It uses one
+// connection and closes it before returning. It returns the first error met.
+func Migrate(ctx context.Context, databaseURL string) error {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("store: migrate: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	// A session lock: closing the connection releases it even on error.
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
+		return fmt.Errorf("store: migrate: lock: %w", err)
+	}
+	const create = `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`
+	if _, err := conn.Exec(ctx, create); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	for _, m := range migrations() {
+		if err := applyMigration(ctx, conn, m); err != nil {
+			return err
+		}
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey)
+	return err
+}
+
+func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var done bool
+		err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)", m.version).Scan(&done)
+		if err != nil || done {
+			return err
+		}
+		// Without arguments Exec uses the simple protocol, which runs a
+		// file of several statements.
+		if _, err := tx.Exec(ctx, m.sql); err != nil {
+			return fmt.Errorf("store: migration %s: %w", m.version, err)
+		}
+		_, err = tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.version)
+		return err
+	})
+}

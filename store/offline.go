@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+)
+
+// MarkOffline marks at most limit devices whose last reading is older than
+// now-offlineAfter and that are not yet offline, and stores one
+// device.offline event for each, in one transaction. A device stays marked
+// until its next reading clears the mark, so each silence is announced
+// once. The candidates come from one scan of a partial index, and rows
+// locked by a concurrent sweep are skipped.
+func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit int) ([]furrow.Event, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	now := db.nowMs()
+	var events []furrow.Event
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `
+			WITH c AS (
+				SELECT id FROM devices
+				WHERE offline_since_ms IS NULL AND last_seen_ms IS NOT NULL AND last_seen_ms < $1
+				ORDER BY last_seen_ms
+				LIMIT $2
+				FOR UPDATE SKIP LOCKED)
+			UPDATE devices d SET offline_since_ms = $3 FROM c WHERE d.id = c.id
+			RETURNING d.id, d.farm_id, d.last_seen_ms`,
+			now-offlineAfter.Milliseconds(), limit, now)
+		var batch eventRows
+		events = events[:0]
+		for rows.Next() {
+			var dev, farm uuid.UUID
+			var lastSeen int64
+			if err := rows.Scan(&dev, &farm, &lastSeen); err != nil {
+				rows.Close()
+				return err
+			}
+			e, id := offlineEvent(dev, farm, lastSeen, offlineAfter, now)
+			batch.add(id, e)
+			events = append(events, e)
+		}
+		if err := rows.Err(); err != nil || len(events) == 0 {
+			return err
+		}
+		_, err := tx.Exec(ctx, insertEventsSQL, batch.args()...)
+		return err
+	})
+	if err != nil {
+		return nil, translate(err, "mark offline", "device")
+	}
+	return events, nil
+}
+
+func offlineEvent(dev, farm uuid.UUID, lastSeen int64, after time.Duration, now int64) (furrow.Event, uuid.UUID) {
+	data, _ := json.Marshal(furrow.DeviceOfflineData{
+		DeviceID: dev, LastSeenMs: lastSeen, OfflineAfterMs: after.Milliseconds(),
+	}) // Marshalling this struct cannot fail.
+	id := uuid.New()
+	return furrow.Event{
+		ID: "evt_" + id.String(), Type: furrow.EventDeviceOffline, FarmID: farm,
+		OccurredAtMs: now, Data: data,
+	}, id
+}

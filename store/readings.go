@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+)
+
+// Readings lists a farm's readings newest first, by (timestamp, seq), with
+// optional device, metric and since (inclusive) filters. Before continues
+// from a cursor returned earlier, so pages stay stable while readings
+// arrive. Limit defaults to 100 and is capped at 1000. The cursor returned
+// is nil when no reading is left.
+func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.ReadingCursor, error) {
+	limit := clampLimit(f.Limit, defaultListLimit, maxListLimit)
+	q, args := readingsQuery(f, limit+1) // One more tells whether a page follows.
+	rows, _ := db.pool.Query(ctx, q, args...)
+	type row struct {
+		r   furrow.Reading
+		seq int64
+	}
+	rs, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
+		var x row
+		err := cr.Scan(&x.seq, &x.r.DeviceID, &x.r.FarmID, &x.r.MetricID, &x.r.Value, &x.r.Timestamp)
+		return x, err
+	})
+	if err != nil {
+		return nil, nil, translate(err, "list readings", "farm")
+	}
+	var next *furrow.ReadingCursor
+	if len(rs) > limit {
+		rs = rs[:limit]
+		last := rs[limit-1]
+		next = &furrow.ReadingCursor{TimestampMs: last.r.Timestamp, Seq: last.seq}
+	}
+	out := make([]furrow.Reading, len(rs))
+	for i, x := range rs {
+		out[i] = x.r
+	}
+	return out, next, nil
+}
+
+// readingsQuery builds the query of f with only the conditions in use, so
+// that the planner picks the farm or the device-metric index.
+func readingsQuery(f furrow.ReadingFilter, limit int) (string, []any) {
+	q := "SELECT seq, device_id, farm_id, metric_id, value, ts_ms FROM readings WHERE farm_id = $1"
+	args := []any{f.FarmID}
+	cond := func(format string, vs ...any) {
+		idx := make([]any, len(vs))
+		for i, v := range vs {
+			args = append(args, v)
+			idx[i] = len(args)
+		}
+		q += fmt.Sprintf(format, idx...)
+	}
+	if f.DeviceID != nil {
+		cond(" AND device_id = $%d", *f.DeviceID)
+	}
+	if f.MetricID != nil {
+		cond(" AND metric_id = $%d", *f.MetricID)
+	}
+	if f.SinceMs != nil {
+		cond(" AND ts_ms >= $%d", *f.SinceMs)
+	}
+	if f.Before != nil {
+		cond(" AND (ts_ms, seq) < ($%d, $%d)", f.Before.TimestampMs, f.Before.Seq)
+	}
+	cond(" ORDER BY ts_ms DESC, seq DESC LIMIT $%d", limit)
+	return q, args
+}

@@ -1,0 +1,111 @@
+// Package store is the PostgreSQL persistence of Furrow. One *DB implements
+// every service interface of package furrow (UserService, FarmService,
+// DeviceService, ReadingService, EventService, Outbox, WebhookService and
+// Retention) as methods sharing one connection pool. Errors are furrow
+// errors: a missing row is ENOTFOUND, a duplicate ECONFLICT, a reference to
+// a missing row ENOTFOUND; pgx types never leak out of the package.
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/furrowhq/furrow"
+)
+
+// Options tunes a DB. Zero values select the defaults.
+type Options struct {
+	// Clock gives "now" for every stored time; default furrow.SystemClock.
+	Clock furrow.Clock
+	// MaxConns bounds the pool; default 16. It is raised to leave the
+	// reading writers room beside other queries.
+	MaxConns int32
+	// Logger receives store diagnostics; default slog.Default().
+	Logger *slog.Logger
+	// Writers is the number of goroutines that group-commit readings;
+	// default 4.
+	Writers int
+	// MaxBatch bounds the readings committed in one transaction; default 256.
+	MaxBatch int
+}
+
+// DB is the PostgreSQL store. Its methods are safe for concurrent use.
+type DB struct {
+	pool   *pgxpool.Pool
+	clock  furrow.Clock
+	log    *slog.Logger
+	ingest *ingester
+}
+
+// Compile-time checks that DB implements the service interfaces.
+var (
+	_ furrow.UserService    = (*DB)(nil)
+	_ furrow.FarmService    = (*DB)(nil)
+	_ furrow.DeviceService  = (*DB)(nil)
+	_ furrow.ReadingService = (*DB)(nil)
+	_ furrow.EventService   = (*DB)(nil)
+	_ furrow.Outbox         = (*DB)(nil)
+	_ furrow.WebhookService = (*DB)(nil)
+	_ furrow.Retention      = (*DB)(nil)
+)
+
+// Open returns a DB for databaseURL. Connections are made lazily, so Open
+// succeeds while PostgreSQL is down (Ping reports it); it fails only on an
+// unparsable URL. The caller must Close the DB.
+func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		// The parse error may quote the URL and with it a password.
+		return nil, fmt.Errorf("store: invalid database URL")
+	}
+	cfg.MaxConns = max(opts.MaxConns, int32(opts.Writers)+4)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: create pool: %w", err)
+	}
+	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger}
+	db.ingest = startIngester(db, opts.Writers, opts.MaxBatch)
+	return db, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = furrow.SystemClock{}
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 16
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Writers <= 0 {
+		o.Writers = 4
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	return o
+}
+
+// Close stops accepting readings, commits those already queued, and closes
+// the pool. It must be called once, after the last use of the DB.
+func (db *DB) Close() {
+	db.ingest.close()
+	db.pool.Close()
+}
+
+// Ping reports whether PostgreSQL answers; the caller bounds it with ctx.
+// A failed connection is discarded, so Ping succeeds again once PostgreSQL
+// is back.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) nowMs() int64 { return db.clock.Now().UnixMilli() }

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+)
+
+// CreateUser creates a user and returns it with its bearer token, shown
+// once; only the token's hash is stored. A taken email is ECONFLICT.
+func (db *DB) CreateUser(ctx context.Context, email string) (furrow.User, string, error) {
+	u := furrow.User{ID: uuid.New(), Email: email}
+	token, hash := newSecret(furrow.UserTokenPrefix)
+	_, err := db.pool.Exec(ctx,
+		"INSERT INTO users (id, email, token_hash, created_at_ms) VALUES ($1, $2, $3, $4)",
+		u.ID, email, hash, db.nowMs())
+	if err != nil {
+		return furrow.User{}, "", translate(err, "create user", "user")
+	}
+	return u, token, nil
+}
+
+// UserByToken returns the user holding token; an unknown token is
+// EUNAUTHORIZED.
+func (db *DB) UserByToken(ctx context.Context, token string) (furrow.User, error) {
+	var u furrow.User
+	err := db.pool.QueryRow(ctx, "SELECT id, email FROM users WHERE token_hash = $1", hashSecret(token)).
+		Scan(&u.ID, &u.Email)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED, "the token is invalid")
+	}
+	return u, translate(err, "user by token", "user")
+}
