@@ -4,11 +4,13 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -106,4 +108,11 @@ func DeliveryStart(id string, webhookID uuid.UUID, e furrow.Event, schedule []ti
 // signal-with-start.
 func WebhookStart(webhookID uuid.UUID) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: WebhookWorkflowID(webhookID), TaskQueue: TaskQueue}
+}
+
+// AlreadyStarted reports whether err says the workflow ID is taken, which
+// for a deterministic delivery ID means the start already happened.
+func AlreadyStarted(err error) bool {
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	return errors.As(err, &started)
 }
