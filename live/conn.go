@@ -1,0 +1,217 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/furrowhq/furrow"
+	"github.com/google/uuid"
+)
+
+// maxClientMessage bounds a message from the client; control messages are
+// small.
+const maxClientMessage = 4096
+
+// subscribeWait bounds waiting for a subscription to take effect.
+const subscribeWait = 10 * time.Second
+
+// conn is one WebSocket client. Its writer goroutine is the only one that
+// writes, so replies and data leave in order; Send never blocks the hub.
+type conn struct {
+	srv  *Server
+	ws   *websocket.Conn
+	user uuid.UUID
+	send chan []byte
+	kill chan closeReason // first failure wins
+	// topics is owned by the reader goroutine until it ends.
+	topics map[Topic]struct{}
+}
+
+type closeReason struct {
+	code   websocket.StatusCode
+	reason string
+}
+
+// clientMessage is what a client may send.
+type clientMessage struct {
+	Type  string `json:"type"`
+	Topic string `json:"topic"`
+}
+
+// serverMessage is a control message to the client. Data messages are the
+// reading JSON instead and have no "type".
+type serverMessage struct {
+	Type   string `json:"type"`
+	Topic  string `json:"topic,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func newConn(s *Server, ws *websocket.Conn, user uuid.UUID) *conn {
+	ws.SetReadLimit(maxClientMessage)
+	return &conn{
+		srv: s, ws: ws, user: user,
+		send:   make(chan []byte, s.d.SendBuffer),
+		kill:   make(chan closeReason, 1),
+		topics: make(map[Topic]struct{}),
+	}
+}
+
+// Send queues a message without blocking; a full buffer means the client
+// is too slow, and it is disconnected rather than slowing anyone else.
+func (c *conn) Send(msg []byte) {
+	select {
+	case c.send <- msg:
+	default:
+		if c.fail(websocket.StatusPolicyViolation, "send buffer full: client too slow") {
+			c.srv.slowClosed.Add(1)
+		}
+	}
+}
+
+// fail asks the writer to close the connection; it reports whether this
+// was the first request.
+func (c *conn) fail(code websocket.StatusCode, reason string) bool {
+	select {
+	case c.kill <- closeReason{code, reason}:
+		return true
+	default:
+		return false
+	}
+}
+
+// run serves the connection until it ends, then drops its subscriptions.
+func (c *conn) run(initial []Topic) {
+	ctx, cancel := context.WithCancel(context.Background())
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer cancel()
+		for _, t := range initial {
+			c.subscribe(ctx, t)
+		}
+		c.readLoop(ctx)
+	}()
+	why := c.writeLoop(ctx)
+	// Close before cancelling: a cancelled Read would drop the connection
+	// before the close frame, and with it the reason, reaches the client.
+	_ = c.ws.Close(why.code, why.reason)
+	cancel()
+	<-readerDone
+	for t := range c.topics {
+		c.srv.d.Bus.Unsubscribe(t, c)
+	}
+}
+
+// writeLoop writes queued messages and pings until the connection must
+// end, and returns how to close it.
+func (c *conn) writeLoop(ctx context.Context) closeReason {
+	ping := time.NewTicker(c.srv.d.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case msg := <-c.send:
+			wctx, cancel := context.WithTimeout(ctx, c.srv.d.WriteTimeout)
+			err := c.ws.Write(wctx, websocket.MessageText, msg)
+			cancel()
+			if err != nil {
+				return closeReason{websocket.StatusPolicyViolation, "write timed out"}
+			}
+		case <-ping.C:
+			pctx, cancel := context.WithTimeout(ctx, c.srv.d.PongTimeout)
+			err := c.ws.Ping(pctx)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					c.srv.slowClosed.Add(1)
+				}
+				return closeReason{websocket.StatusPolicyViolation, "pong not received"}
+			}
+		case why := <-c.kill:
+			return why
+		case <-ctx.Done():
+			return closeReason{websocket.StatusNormalClosure, ""}
+		}
+	}
+}
+
+// readLoop handles the client's control messages until the connection
+// ends. Reading also answers the client's pings and receives our pongs.
+func (c *conn) readLoop(ctx context.Context) {
+	for {
+		_, data, err := c.ws.Read(ctx)
+		if err != nil {
+			return
+		}
+		var m clientMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			c.reply(serverMessage{Type: "error", Error: furrow.EINVALID, Reason: "message must be a JSON object with type and topic"})
+			continue
+		}
+		t, err := ParseTopic(m.Topic)
+		if err != nil {
+			c.replyError(m.Topic, err)
+			continue
+		}
+		switch m.Type {
+		case "subscribe":
+			c.subscribe(ctx, t)
+		case "unsubscribe":
+			c.unsubscribe(t)
+		default:
+			c.reply(serverMessage{Type: "error", Topic: m.Topic, Error: furrow.EINVALID, Reason: "type must be subscribe or unsubscribe"})
+		}
+	}
+}
+
+// subscribe authorizes and subscribes one topic and tells the client.
+func (c *conn) subscribe(ctx context.Context, t Topic) {
+	if _, ok := c.topics[t]; ok {
+		c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
+		return
+	}
+	if len(c.topics) >= MaxTopics {
+		c.replyError(t.String(), furrow.Errorf(furrow.EINVALID, "at most %d topics per connection", MaxTopics))
+		return
+	}
+	if err := c.srv.authorize(ctx, c.user, t); err != nil {
+		c.replyError(t.String(), err)
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, subscribeWait)
+	defer cancel()
+	if err := c.srv.d.Bus.Subscribe(sctx, t, c); err != nil {
+		c.replyError(t.String(), err)
+		return
+	}
+	c.topics[t] = struct{}{}
+	c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
+}
+
+func (c *conn) unsubscribe(t Topic) {
+	if _, ok := c.topics[t]; ok {
+		delete(c.topics, t)
+		c.srv.d.Bus.Unsubscribe(t, c)
+	}
+	c.reply(serverMessage{Type: "unsubscribed", Topic: t.String()})
+}
+
+// replyError tells the client why a request failed; internal errors are
+// logged and reported without detail.
+func (c *conn) replyError(topic string, err error) {
+	var fe *furrow.Error
+	if !errors.As(err, &fe) && !errors.Is(err, context.Canceled) {
+		c.srv.d.Logger.Error("live: subscription failed", "topic", topic, "err", err)
+	}
+	c.reply(serverMessage{Type: "error", Topic: topic, Error: furrow.ErrorCode(err), Reason: furrow.ErrorMessage(err)})
+}
+
+func (c *conn) reply(m serverMessage) {
+	b, err := json.Marshal(m)
+	if err == nil {
+		c.Send(b)
+	}
+}
