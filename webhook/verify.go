@@ -1,0 +1,110 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/furrowhq/furrow"
+)
+
+// DefaultTolerance is how far a signature's timestamp may lie from now, in
+// either direction, before it is rejected as a possible replay.
+const DefaultTolerance = 5 * time.Minute
+
+// Errors of verification. Verify wraps one of them with a short reason;
+// test with errors.Is. No message ever contains the secret or the expected
+// signature.
+var (
+	// ErrMissing means the signature header is absent or empty.
+	ErrMissing = errors.New("webhook: signature header missing")
+	// ErrMalformed means the signature header does not have the form
+	// t=<epoch_ms>,v1=<hex>.
+	ErrMalformed = errors.New("webhook: signature header malformed")
+	// ErrTooOld means the signature's timestamp is outside the tolerance:
+	// too old, or too far in the future.
+	ErrTooOld = errors.New("webhook: signature timestamp outside tolerance")
+	// ErrMismatch means no v1 value matches the body and secret.
+	ErrMismatch = errors.New("webhook: signature mismatch")
+	// ErrNoSecret means the verifier was given an empty secret, which would
+	// make every signature forgeable.
+	ErrNoSecret = errors.New("webhook: signing secret is empty")
+)
+
+// Verifier checks signatures with a configurable tolerance and clock. The
+// zero value uses DefaultTolerance, the system clock and DefaultMaxBody.
+type Verifier struct {
+	// Tolerance is the allowed distance between the signature's timestamp
+	// and now; zero or negative means DefaultTolerance.
+	Tolerance time.Duration
+	// Clock tells now; nil means the system clock.
+	Clock furrow.Clock
+	// MaxBody bounds the body VerifyRequest reads; zero or negative means
+	// DefaultMaxBody.
+	MaxBody int64
+}
+
+// Verify checks header (the X-Service-Signature value) against the raw body
+// and secret at now with DefaultTolerance. It returns nil when one of the
+// header's v1 values matches, and otherwise an error wrapping ErrNoSecret,
+// ErrMissing, ErrMalformed, ErrMismatch or ErrTooOld.
+func Verify(secret string, header string, body []byte, now time.Time) error {
+	return verify(secret, header, body, now, DefaultTolerance)
+}
+
+// Verify checks header against the raw body and secret at the verifier's
+// now; its errors are those of the package-level Verify.
+func (v Verifier) Verify(secret string, header string, body []byte) error {
+	return verify(secret, header, body, v.now(), v.tolerance())
+}
+
+func (v Verifier) now() time.Time {
+	if v.Clock == nil {
+		return time.Now()
+	}
+	return v.Clock.Now()
+}
+
+func (v Verifier) tolerance() time.Duration {
+	if v.Tolerance <= 0 {
+		return DefaultTolerance
+	}
+	return v.Tolerance
+}
+
+// verify checks the signature before the timestamp so that ErrTooOld means
+// an authentic but stale delivery, which points at clock skew or a replay.
+func verify(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	if secret == "" {
+		return ErrNoSecret
+	}
+	sig, err := parseHeader(header)
+	if err != nil {
+		return err
+	}
+	return sig.check(secret, body, now, tolerance)
+}
+
+func (s signature) check(secret string, body []byte, now time.Time, tolerance time.Duration) error {
+	expected := mac(secret, s.ts, body)
+	matched := false
+	for _, got := range s.v1 {
+		// Every value is compared so the time taken does not reveal which
+		// one matched.
+		if hmac.Equal(expected, got) {
+			matched = true
+		}
+	}
+	if !matched {
+		return ErrMismatch
+	}
+	age := now.Sub(s.at)
+	if age > tolerance {
+		return fmt.Errorf("%w: timestamp is %s old, tolerance is %s", ErrTooOld, age.Round(time.Second), tolerance)
+	}
+	if -age > tolerance {
+		return fmt.Errorf("%w: timestamp is %s in the future, tolerance is %s", ErrTooOld, (-age).Round(time.Second), tolerance)
+	}
+	return nil
+}
