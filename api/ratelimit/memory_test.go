@@ -1,0 +1,110 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a furrow.Clock the test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestMemoryRejects121st(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	m := NewMemory(SpecLimit, SpecWindow, clock)
+	ctx := context.Background()
+	for i := range SpecLimit {
+		d, err := m.Allow(ctx, "key:a")
+		if err != nil || !d.Allowed {
+			t.Fatalf("request %d: got %+v, %v; want allowed", i+1, d, err)
+		}
+		clock.Advance(100 * time.Millisecond)
+	}
+	d, _ := m.Allow(ctx, "key:a")
+	if d.Allowed {
+		t.Fatal("121st request was allowed")
+	}
+	// The oldest was accepted 12 s ago, so its slot frees in 48 s.
+	if want := SpecWindow - 12*time.Second; d.RetryAfter != want {
+		t.Fatalf("RetryAfter = %v, want %v", d.RetryAfter, want)
+	}
+	if d, _ := m.Allow(ctx, "key:b"); !d.Allowed {
+		t.Fatal("another key was limited")
+	}
+}
+
+func TestMemorySlotFreesWhenOldestAgesOut(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	m := NewMemory(3, time.Minute, clock)
+	ctx := context.Background()
+	for range 3 {
+		m.Allow(ctx, "k")
+		clock.Advance(10 * time.Second)
+	}
+	// now = t0+30s; the oldest (t0) ages out at t0+60s.
+	if d, _ := m.Allow(ctx, "k"); d.Allowed || d.RetryAfter != 30*time.Second {
+		t.Fatalf("got %+v, want rejected with 30s", d)
+	}
+	clock.Advance(29 * time.Second)
+	if d, _ := m.Allow(ctx, "k"); d.Allowed || d.RetryAfter != time.Second {
+		t.Fatalf("got %+v, want rejected with 1s", d)
+	}
+	clock.Advance(time.Second)
+	if d, _ := m.Allow(ctx, "k"); !d.Allowed {
+		t.Fatal("slot did not free after the oldest aged out")
+	}
+	if d, _ := m.Allow(ctx, "k"); d.Allowed {
+		t.Fatal("only one slot should have freed")
+	}
+}
+
+func TestMemoryRejectedDoNotCount(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	m := NewMemory(2, time.Minute, clock)
+	ctx := context.Background()
+	m.Allow(ctx, "k")
+	m.Allow(ctx, "k")
+	for range 50 {
+		clock.Advance(time.Second)
+		if d, _ := m.Allow(ctx, "k"); d.Allowed {
+			t.Fatal("over-limit request allowed")
+		}
+	}
+	// Had the rejected ones counted, the window would still be full.
+	clock.Advance(10 * time.Second)
+	for i := range 2 {
+		if d, _ := m.Allow(ctx, "k"); !d.Allowed {
+			t.Fatalf("request %d after the window was rejected", i+1)
+		}
+	}
+}
+
+func TestMemoryEvictsIdleKeys(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	m := NewMemory(5, time.Minute, clock)
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		m.Allow(ctx, k)
+	}
+	clock.Advance(2 * time.Minute)
+	m.Allow(ctx, "d")
+	if n := m.Keys(); n != 1 {
+		t.Fatalf("Keys() = %d after idle keys aged out, want 1", n)
+	}
+}

@@ -1,0 +1,141 @@
+package ratelimit
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// newRedis returns a spec-sized limiter under a prefix no other test uses.
+func newRedis(t *testing.T) *Redis {
+	t.Helper()
+	c := testenv.Redis(t)
+	prefix := "furrow-test:" + t.Name() + ":" + uuid.NewString() + ":"
+	t.Cleanup(func() {
+		keys, _ := c.Keys(context.Background(), prefix+"*").Result()
+		if len(keys) > 0 {
+			c.Del(context.Background(), keys...)
+		}
+	})
+	return NewRedis(c, SpecLimit, SpecWindow, prefix)
+}
+
+func TestRedisAllows120ThenRejects(t *testing.T) {
+	l := newRedis(t)
+	ctx := context.Background()
+	for i := range SpecLimit {
+		d, err := l.Allow(ctx, "key:a")
+		if err != nil || !d.Allowed {
+			t.Fatalf("request %d: got %+v, %v; want allowed", i+1, d, err)
+		}
+	}
+	for range 3 {
+		d, err := l.Allow(ctx, "key:a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			t.Fatal("121st request was allowed")
+		}
+		if d.RetryAfter <= 0 || d.RetryAfter > SpecWindow {
+			t.Fatalf("RetryAfter = %v, want within (0, 60s]", d.RetryAfter)
+		}
+	}
+	if d, err := l.Allow(ctx, "key:b"); err != nil || !d.Allowed {
+		t.Fatalf("another key: got %+v, %v; want allowed", d, err)
+	}
+}
+
+func TestRedisSlotFreesAfterWindow(t *testing.T) {
+	c := testenv.Redis(t)
+	l := NewRedis(c, 2, 300*time.Millisecond, "furrow-test:"+uuid.NewString()+":")
+	ctx := context.Background()
+	l.Allow(ctx, "k")
+	l.Allow(ctx, "k")
+	if d, _ := l.Allow(ctx, "k"); d.Allowed {
+		t.Fatal("3rd request allowed")
+	}
+	time.Sleep(350 * time.Millisecond)
+	if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed {
+		t.Fatalf("after the window: got %+v, %v; want allowed", d, err)
+	}
+}
+
+func TestRedisConcurrentExactlyLimit(t *testing.T) {
+	l := newRedis(t)
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for range 200 {
+		wg.Go(func() {
+			d, err := l.Allow(context.Background(), "cert:"+t.Name())
+			if err != nil {
+				errs <- err
+				return
+			}
+			if d.Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := allowed.Load(); n != SpecLimit {
+		t.Fatalf("%d of 200 concurrent requests allowed, want exactly %d", n, SpecLimit)
+	}
+}
+
+// closedPort returns a local address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestFailOpenAllowsAndCounts(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: closedPort(t), MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { c.Close() })
+	var logs strings.Builder
+	f := FailOpen(NewRedis(c, 1, time.Minute, "x:"), slog.New(slog.NewTextHandler(&logs, nil)))
+	for i := range 3 {
+		d, err := f.Allow(context.Background(), "key:secretish")
+		if err != nil || !d.Allowed {
+			t.Fatalf("request %d: got %+v, %v; want allowed", i+1, d, err)
+		}
+	}
+	if n := f.Failures(); n != 3 {
+		t.Fatalf("Failures() = %d, want 3", n)
+	}
+	if got := strings.Count(logs.String(), "rate limiter unavailable"); got != 1 {
+		t.Fatalf("logged %d times within a few seconds, want 1:\n%s", got, logs.String())
+	}
+}
+
+func TestFailOpenPassesDecisions(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	f := FailOpen(NewMemory(1, time.Minute, clock), nil)
+	f.Allow(context.Background(), "k")
+	if d, _ := f.Allow(context.Background(), "k"); d.Allowed || d.RetryAfter != time.Minute {
+		t.Fatalf("got %+v, want the inner rejection", d)
+	}
+	if f.Failures() != 0 {
+		t.Fatal("a rejection counted as a failure")
+	}
+}
