@@ -1,0 +1,260 @@
+package live_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/live"
+	"github.com/google/uuid"
+)
+
+func memoryBus(t *testing.T) *live.Bus {
+	b := live.NewMemoryBus(nil)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func TestHandlerRejectsBeforeUpgrade(t *testing.T) {
+	w := newWorld(t, memoryBus(t), live.Deps{})
+	farmA := live.FarmTopic(w.farmA).String()
+	for _, tc := range []struct {
+		name, auth, query string
+		upgrade           bool
+		status            int
+		code              string
+	}{
+		{"no token", "", "?topic=" + farmA, true, 401, furrow.EUNAUTHORIZED},
+		{"unknown token", "Bearer fut_nope", "?topic=" + farmA, true, 401, furrow.EUNAUTHORIZED},
+		{"basic scheme", "Basic " + w.aliceToken, "?topic=" + farmA, true, 401, furrow.EUNAUTHORIZED},
+		{"bad topic", "Bearer " + w.aliceToken, "?topic=farms/" + strings.ToUpper(w.farmA.String()) + "/readings", true, 400, furrow.EINVALID},
+		{"wildcard topic", "Bearer " + w.aliceToken, "?topic=farms/*/readings", true, 400, furrow.EINVALID},
+		{"other farm", "Bearer " + w.aliceToken, "?topic=" + live.FarmTopic(w.farmB).String(), true, 403, furrow.EFORBIDDEN},
+		{"one of two forbidden", "Bearer " + w.aliceToken, "?topic=" + farmA + "&topic=" + live.FarmTopic(w.farmB).String(), true, 403, furrow.EFORBIDDEN},
+		{"unknown farm", "Bearer " + w.aliceToken, "?topic=" + live.FarmTopic(uuid.New()).String(), true, 403, furrow.EFORBIDDEN},
+		{"not an upgrade", "Bearer " + w.aliceToken, "?topic=" + farmA, false, 400, furrow.EINVALID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, w.http.URL+"/api/live"+tc.query, nil)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			if tc.upgrade {
+				req.Header.Set("Connection", "Upgrade")
+				req.Header.Set("Upgrade", "websocket")
+				req.Header.Set("Sec-WebSocket-Version", "13")
+				req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body struct{ Error, Reason string }
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatalf("body: %v", err)
+			}
+			if resp.StatusCode != tc.status || body.Error != tc.code || body.Reason == "" {
+				t.Fatalf("got %d %+v, want %d %s", resp.StatusCode, body, tc.status, tc.code)
+			}
+			if strings.Contains(body.Reason, "fut_") {
+				t.Fatalf("reason leaks a token: %q", body.Reason)
+			}
+		})
+	}
+}
+
+func TestDialForbiddenStatus(t *testing.T) {
+	w := newWorld(t, memoryBus(t), live.Deps{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, resp, err := websocket.Dial(ctx, w.url(live.FarmTopic(w.farmB)),
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("dial other farm: err %v, resp %v; want 403", err, resp)
+	}
+}
+
+func TestBearerSubprotocol(t *testing.T) {
+	bus := memoryBus(t)
+	w := newWorld(t, bus, live.Deps{})
+	topic := live.FarmTopic(w.farmA)
+	c := w.dialWith(t, &websocket.DialOptions{
+		Subprotocols: []string{live.Subprotocol, live.BearerProtocolPrefix + w.aliceToken},
+	}, topic)
+	if c.Subprotocol() != live.Subprotocol {
+		t.Fatalf("subprotocol %q, want %q", c.Subprotocol(), live.Subprotocol)
+	}
+	bus.Publish(reading(w.farmA, uuid.New(), 220, "41.5"))
+	if m := read(t, c); m.Value != "41.5" || m.Topic != topic.String() || m.FarmID != w.farmA.String() {
+		t.Fatalf("got %+v", m)
+	}
+}
+
+// TestExactTopics checks that each socket gets exactly the readings of its
+// topic: no cross-talk between farms, devices or metrics, no prefix match.
+func TestExactTopics(t *testing.T) {
+	for name, buses := range transports() {
+		t.Run(name, func(t *testing.T) {
+			pub, sub := buses(t)
+			w := newWorld(t, sub, live.Deps{})
+			dev1, dev2, dev3 := uuid.New(), uuid.New(), uuid.New()
+			farmAll := w.dial(t, w.aliceToken, live.FarmTopic(w.farmA))
+			m220 := w.dial(t, w.aliceToken, live.MetricTopic(w.farmA, dev1, 220))
+			m22 := w.dial(t, w.aliceToken, live.MetricTopic(w.farmA, dev1, 22))
+			farmB := w.dial(t, w.bobToken, live.FarmTopic(w.farmB))
+
+			pub.Publish(reading(w.farmA, dev1, 220, "a1-220"))
+			pub.Publish(reading(w.farmA, dev2, 220, "a2-220"))
+			pub.Publish(reading(w.farmB, dev3, 220, "b3-220"))
+			pub.Publish(reading(w.farmA, dev1, 22, "a1-22"))
+			pub.Publish(reading(w.farmA, dev1, 2, "a1-2"))
+			pub.Publish(reading(w.farmA, dev1, 220, "end-220"))
+			pub.Publish(reading(w.farmA, dev1, 22, "end-22"))
+			pub.Publish(reading(w.farmB, dev3, 220, "end-b"))
+
+			check := func(c *websocket.Conn, end, topic string, want ...string) {
+				t.Helper()
+				var got []string
+				for _, m := range readUntil(t, c, end) {
+					if m.Topic != topic {
+						t.Errorf("message %+v on topic %q", m, m.Topic)
+					}
+					if !strings.HasPrefix(m.Value, "end") {
+						got = append(got, m.Value)
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s: got %v, want %v", topic, got, want)
+				}
+			}
+			check(farmAll, "end-22", live.FarmTopic(w.farmA).String(), "a1-220", "a2-220", "a1-22", "a1-2")
+			check(m220, "end-220", live.MetricTopic(w.farmA, dev1, 220).String(), "a1-220")
+			check(m22, "end-22", live.MetricTopic(w.farmA, dev1, 22).String(), "a1-22")
+			check(farmB, "end-b", live.FarmTopic(w.farmB).String(), "b3-220")
+		})
+	}
+}
+
+func TestSubscribeMessages(t *testing.T) {
+	bus := memoryBus(t)
+	w := newWorld(t, bus, live.Deps{})
+	dev := uuid.New()
+	c := w.dial(t, w.aliceToken)
+	metric := live.MetricTopic(w.farmA, dev, 220)
+	farm := live.FarmTopic(w.farmA)
+
+	send(t, c, map[string]string{"type": "subscribe", "topic": metric.String()})
+	expectControl(t, c, "subscribed", metric.String())
+	bus.Publish(reading(w.farmA, dev, 220, "1"))
+	if m := read(t, c); m.Value != "1" || m.Topic != metric.String() {
+		t.Fatalf("got %+v", m)
+	}
+
+	send(t, c, map[string]string{"type": "subscribe", "topic": farm.String()})
+	expectControl(t, c, "subscribed", farm.String())
+	bus.Publish(reading(w.farmA, dev, 220, "2"))
+	got := map[string]string{}
+	for range 2 {
+		m := read(t, c)
+		got[m.Topic] = m.Value
+	}
+	if got[metric.String()] != "2" || got[farm.String()] != "2" {
+		t.Fatalf("one reading on two subscribed topics: got %v", got)
+	}
+
+	send(t, c, map[string]string{"type": "unsubscribe", "topic": metric.String()})
+	expectControl(t, c, "unsubscribed", metric.String())
+	bus.Publish(reading(w.farmA, dev, 220, "3"))
+	if m := read(t, c); m.Value != "3" || m.Topic != farm.String() {
+		t.Fatalf("after unsubscribe got %+v", m)
+	}
+
+	for _, tc := range []struct {
+		msg  string
+		code string
+	}{
+		{`{"type":"subscribe","topic":"farms/` + w.farmB.String() + `/readings"}`, furrow.EFORBIDDEN},
+		{`{"type":"subscribe","topic":"farms/x/readings"}`, furrow.EINVALID},
+		{`{"type":"shout","topic":"` + farm.String() + `"}`, furrow.EINVALID},
+		{`not json`, furrow.EINVALID},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.Write(ctx, websocket.MessageText, []byte(tc.msg))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := read(t, c); m.Type != "error" || m.Error != tc.code || m.Reason == "" {
+			t.Fatalf("%s: got %+v, want error %s", tc.msg, m, tc.code)
+		}
+	}
+	// Errors leave the connection and its subscriptions working.
+	bus.Publish(reading(w.farmA, dev, 220, "4"))
+	if m := read(t, c); m.Value != "4" {
+		t.Fatalf("after errors got %+v", m)
+	}
+}
+
+// TestDeviceOrder checks that each device's readings arrive in the order
+// they were published.
+func TestDeviceOrder(t *testing.T) {
+	for name, buses := range transports() {
+		t.Run(name, func(t *testing.T) {
+			pub, sub := buses(t)
+			w := newWorld(t, sub, live.Deps{SendBuffer: 4096})
+			c := w.dial(t, w.aliceToken, live.FarmTopic(w.farmA))
+			devs := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+			const n = 600
+			for i := range n {
+				pub.Publish(reading(w.farmA, devs[i%len(devs)], 220, fmt.Sprint(i)))
+			}
+			pub.Publish(reading(w.farmA, devs[0], 220, "end"))
+			got := readUntil(t, c, "end")
+			if len(got) != n {
+				t.Fatalf("got %d readings, want %d", len(got), n)
+			}
+			last := map[string]int{}
+			for _, m := range got {
+				var v int
+				fmt.Sscan(m.Value, &v)
+				if prev, ok := last[m.DeviceID]; ok && v <= prev {
+					t.Fatalf("device %s: %d after %d", m.DeviceID, v, prev)
+				}
+				last[m.DeviceID] = v
+			}
+			if pub.Dropped() != 0 {
+				t.Fatalf("dropped %d", pub.Dropped())
+			}
+		})
+	}
+}
+
+func TestShutdownClosesConnections(t *testing.T) {
+	w := newWorld(t, memoryBus(t), live.Deps{})
+	c := w.dial(t, w.aliceToken, live.FarmTopic(w.farmA))
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- w.srv.Shutdown(ctx)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := c.Read(ctx)
+	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("read after shutdown: %v, want close 1001", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if open := w.srv.Stats().Open; open != 0 {
+		t.Fatalf("%d connections open after shutdown", open)
+	}
+}

@@ -1,0 +1,91 @@
+package live_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/furrowhq/furrow/live"
+	"github.com/google/uuid"
+)
+
+// TestSlowClientIsDropped checks that a client that never reads is
+// disconnected without holding up a fast client or the publisher.
+func TestSlowClientIsDropped(t *testing.T) {
+	bus := memoryBus(t)
+	w := newWorld(t, bus, live.Deps{SendBuffer: 8, WriteTimeout: 2 * time.Second})
+	topic := live.FarmTopic(w.farmA)
+	fast := w.dial(t, w.aliceToken, topic)
+	// A tiny receive buffer makes the slow client's TCP window fill soon.
+	tiny := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}}
+	slow := w.dialWith(t, &websocket.DialOptions{
+		HTTPClient: tiny,
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}},
+	}, topic)
+
+	value := strings.Repeat("9", 1000)
+	dev := uuid.New()
+	sent := 0
+	for w.srv.Stats().SlowClosed == 0 {
+		if sent == 200000 {
+			t.Fatal("slow client never disconnected")
+		}
+		bus.Publish(reading(w.farmA, dev, 220, value))
+		sent++
+		if m := read(t, fast); m.Value != value {
+			t.Fatalf("fast client got %+v", m)
+		}
+	}
+	for range 100 {
+		bus.Publish(reading(w.farmA, dev, 220, "more"))
+		if m := read(t, fast); m.Value != "more" {
+			t.Fatalf("fast client after drop got %+v", m)
+		}
+	}
+	if d := bus.Dropped(); d != 0 {
+		t.Fatalf("publisher dropped %d readings", d)
+	}
+	if s := w.srv.Stats(); s.SlowClosed != 1 {
+		t.Fatalf("stats %+v, want one slow connection closed", s)
+	}
+	waitFor(t, "the slow connection to end", func() bool { return w.srv.Stats().Open == 1 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if _, _, err := slow.Read(ctx); err != nil {
+			if s := websocket.CloseStatus(err); s != -1 && s != websocket.StatusPolicyViolation {
+				t.Fatalf("slow client closed with %v, want 1008", s)
+			}
+			break
+		}
+	}
+}
+
+// TestMissedPongCloses checks the keepalive: a client that never reads
+// never answers pings and is disconnected.
+func TestMissedPongCloses(t *testing.T) {
+	w := newWorld(t, memoryBus(t), live.Deps{PingInterval: 50 * time.Millisecond, PongTimeout: 100 * time.Millisecond})
+	_ = w.dial(t, w.aliceToken, live.FarmTopic(w.farmA)) // never read again
+	waitFor(t, "the silent client to be dropped", func() bool {
+		s := w.srv.Stats()
+		return s.SlowClosed == 1 && s.Open == 0
+	})
+	reader := w.dial(t, w.aliceToken, live.FarmTopic(w.farmA))
+	// A reading client answers pings and stays.
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, _, err := reader.Read(ctx); websocket.CloseStatus(err) != -1 || ctx.Err() == nil {
+		t.Fatalf("reading client: %v", err)
+	}
+}
