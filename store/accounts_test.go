@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+)
+
+func TestUsers(t *testing.T) {
+	ctx := context.Background()
+	db, url := newDB(t, newClock())
+	u, token, err := db.CreateUser(ctx, "ada@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(token, furrow.UserTokenPrefix) || len(token) < len(furrow.UserTokenPrefix)+43 {
+		t.Fatalf("token %q lacks the prefix or 256 bits", token)
+	}
+	got, err := db.UserByToken(ctx, token)
+	if err != nil || got != u {
+		t.Fatalf("UserByToken = %+v, %v; want %+v", got, err, u)
+	}
+	_, err = db.UserByToken(ctx, token+"x")
+	wantCode(t, err, furrow.EUNAUTHORIZED)
+	_, _, err = db.CreateUser(ctx, "ada@example.com")
+	wantCode(t, err, furrow.ECONFLICT)
+	if strings.Contains(err.Error(), "ada@") {
+		t.Errorf("conflict error quotes the value: %v", err)
+	}
+	assertNotStored(t, url, "SELECT count(*) FROM users WHERE position($1 in encode(token_hash, 'escape')) > 0", token)
+}
+
+// assertNotStored fails if query, given secret, counts any row.
+func assertNotStored(t *testing.T, url, query, secret string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, query, secret).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("a secret is stored in plain text")
+	}
+}
+
+func TestFarmsAndMembers(t *testing.T) {
+	ctx := context.Background()
+	db, _ := newDB(t, newClock())
+	owner, other := newUser(t, db), newUser(t, db)
+	farm, err := db.CreateFarm(ctx, owner.ID, "South")
+	if err != nil || farm.Name != "South" || farm.ID == uuid.Nil {
+		t.Fatalf("CreateFarm = %+v, %v", farm, err)
+	}
+	if role, err := db.MemberRole(ctx, farm.ID, owner.ID); err != nil || role != furrow.RoleOwner {
+		t.Fatalf("owner role = %v, %v", role, err)
+	}
+	_, err = db.MemberRole(ctx, farm.ID, other.ID)
+	wantCode(t, err, furrow.ENOTFOUND)
+
+	if err := db.AddMember(ctx, furrow.Member{FarmID: farm.ID, UserID: other.ID, Role: furrow.RoleViewer}); err != nil {
+		t.Fatal(err)
+	}
+	if role, _ := db.MemberRole(ctx, farm.ID, other.ID); role != furrow.RoleViewer {
+		t.Fatalf("member role = %v, want viewer", role)
+	}
+	err = db.AddMember(ctx, furrow.Member{FarmID: farm.ID, UserID: other.ID, Role: furrow.RoleManager})
+	wantCode(t, err, furrow.ECONFLICT)
+	err = db.AddMember(ctx, furrow.Member{FarmID: farm.ID, UserID: uuid.New(), Role: furrow.RoleViewer})
+	wantCode(t, err, furrow.ENOTFOUND)
+	if furrow.ErrorMessage(err) != "user not found" {
+		t.Errorf("message = %q, want user not found", furrow.ErrorMessage(err))
+	}
+	err = db.AddMember(ctx, furrow.Member{FarmID: uuid.New(), UserID: other.ID, Role: furrow.RoleViewer})
+	wantCode(t, err, furrow.ENOTFOUND)
+	err = db.AddMember(ctx, furrow.Member{FarmID: farm.ID, UserID: other.ID, Role: 9})
+	wantCode(t, err, furrow.EINVALID)
+	_, err = db.CreateFarm(ctx, uuid.New(), "Orphan")
+	wantCode(t, err, furrow.ENOTFOUND)
+	_, err = db.CreateFarm(ctx, owner.ID, "bad\x00name")
+	wantCode(t, err, furrow.EINVALID)
+}
+
+func TestDevicesAndKeys(t *testing.T) {
+	ctx := context.Background()
+	db, url := newDB(t, newClock())
+	fx := newFixture(t, db)
+	if !strings.HasPrefix(fx.key, furrow.DeviceKeyPrefix) || len(fx.key) < len(furrow.DeviceKeyPrefix)+43 {
+		t.Fatalf("key %q lacks the prefix or 256 bits", fx.key)
+	}
+	assertNotStored(t, url, "SELECT count(*) FROM devices WHERE position($1 in encode(key_hash, 'escape')) > 0", fx.key)
+	got, err := db.DeviceByKey(ctx, fx.key)
+	if err != nil || got.ID != fx.device.ID || got.FarmID != fx.farm.ID || got.LastSeenMs != nil {
+		t.Fatalf("DeviceByKey = %+v, %v", got, err)
+	}
+	if got, err := db.DeviceByID(ctx, fx.device.ID); err != nil || got.Name != "probe-1" {
+		t.Fatalf("DeviceByID = %+v, %v", got, err)
+	}
+	_, err = db.DeviceByID(ctx, uuid.New())
+	wantCode(t, err, furrow.ENOTFOUND)
+
+	newKey, err := db.RotateDeviceKey(ctx, fx.farm.ID, fx.device.ID)
+	if err != nil || newKey == fx.key {
+		t.Fatalf("RotateDeviceKey = %q, %v", newKey, err)
+	}
+	_, err = db.DeviceByKey(ctx, fx.key)
+	wantCode(t, err, furrow.ENOTFOUND)
+	if got, err := db.DeviceByKey(ctx, newKey); err != nil || got.ID != fx.device.ID {
+		t.Fatalf("new key: %+v, %v", got, err)
+	}
+	_, err = db.RotateDeviceKey(ctx, uuid.New(), fx.device.ID)
+	wantCode(t, err, furrow.ENOTFOUND)
+	if _, err := db.DeviceByKey(ctx, newKey); err != nil {
+		t.Fatalf("a rotation on another farm revoked the key: %v", err)
+	}
+
+	_, _, err = db.CreateDevice(ctx, uuid.New(), "lost")
+	wantCode(t, err, furrow.ENOTFOUND)
+	if _, _, err := db.CreateDevice(ctx, fx.farm.ID, "a-first"); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := db.Devices(ctx, fx.farm.ID)
+	if err != nil || len(ds) != 2 || ds[0].Name != "a-first" || ds[1].Name != "probe-1" {
+		t.Fatalf("Devices = %+v, %v; want a-first, probe-1", ds, err)
+	}
+	if ds, err := db.Devices(ctx, uuid.New()); err != nil || len(ds) != 0 {
+		t.Fatalf("Devices of unknown farm = %+v, %v", ds, err)
+	}
+}

@@ -1,0 +1,98 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/furrowhq/furrow/store"
+)
+
+var migrator = testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate}
+
+// fakeClock is a settable furrow.Clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *fakeClock {
+	return &fakeClock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// newDB opens a store on a fresh migrated database.
+func newDB(t testing.TB, clock furrow.Clock, opts ...func(*store.Options)) (*store.DB, string) {
+	t.Helper()
+	url := testenv.NewDatabase(t, migrator)
+	o := store.Options{Clock: clock}
+	for _, f := range opts {
+		f(&o)
+	}
+	db, err := store.Open(context.Background(), url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db, url
+}
+
+// fixture is a user owning a farm with one device.
+type fixture struct {
+	user   furrow.User
+	farm   furrow.Farm
+	device furrow.Device
+	key    string
+}
+
+func newFixture(t testing.TB, db *store.DB) fixture {
+	t.Helper()
+	ctx := context.Background()
+	u := newUser(t, db)
+	f, err := db.CreateFarm(ctx, u.ID, "North field")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, key, err := db.CreateDevice(ctx, f.ID, "probe-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{user: u, farm: f, device: d, key: key}
+}
+
+func wantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	if got := furrow.ErrorCode(err); got != code {
+		t.Fatalf("error code = %q (%v), want %q", got, err, code)
+	}
+	var fe *furrow.Error
+	if code != furrow.EINTERNAL && !errors.As(err, &fe) {
+		t.Fatalf("error %v is not a *furrow.Error", err)
+	}
+}
+
+func newUser(t testing.TB, db *store.DB) furrow.User {
+	t.Helper()
+	u, _, err := db.CreateUser(context.Background(), uuid.NewString()+"@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
