@@ -1,0 +1,144 @@
+package devserver
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/furrowhq/furrow"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/config"
+)
+
+// minRetention is the shortest namespace retention Temporal accepts.
+const minRetention = 24 * time.Hour
+
+// resolved is Options with defaults applied and every port chosen.
+type resolved struct {
+	ip               string // frontend and internal services bind here
+	frontendPort     int
+	frontendAddr     string
+	servicePorts     map[string]int // history, matching, worker
+	uiAddr           string
+	disableUI        bool
+	namespace        string
+	dbFile           string // "" = in memory
+	sql              *config.SQL
+	retention        time.Duration
+	searchAttributes map[string]enums.IndexedValueType
+	logger           *slog.Logger // already filtered to warn and above
+}
+
+// resolve validates opts, applies defaults and reserves ports.
+func resolve(opts Options) (*resolved, error) {
+	r := &resolved{
+		disableUI:        opts.DisableUI,
+		namespace:        orDefault(opts.Namespace, DefaultNamespace),
+		retention:        opts.Retention,
+		searchAttributes: opts.SearchAttributes,
+	}
+	if r.retention == 0 {
+		r.retention = DefaultRetention
+	}
+	if r.retention < minRetention {
+		return nil, furrow.Errorf(furrow.EINVALID, "devserver: retention %s is shorter than %s", r.retention, minRetention)
+	}
+	for name, typ := range r.searchAttributes {
+		if name == "" || typ == enums.INDEXED_VALUE_TYPE_UNSPECIFIED {
+			return nil, furrow.Errorf(furrow.EINVALID, "devserver: search attribute %q needs a name and a type", name)
+		}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	r.logger = slog.New(minLevelHandler{next: logger.Handler(), min: slog.LevelWarn})
+	if err := r.resolveAddrs(opts); err != nil {
+		return nil, err
+	}
+	if opts.DataDir != "" {
+		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("devserver: create data dir: %w", err)
+		}
+		r.dbFile = filepath.Join(opts.DataDir, dbFileName)
+	}
+	r.sql = sqlConfig(r.dbFile)
+	return r, nil
+}
+
+// resolveAddrs parses the frontend and UI addresses and picks the ports left
+// to choose. The internal services get free ports on the frontend's IP.
+func (r *resolved) resolveAddrs(opts Options) error {
+	ip, port, err := splitAddr("frontend", orDefault(opts.FrontendAddr, DefaultFrontendAddr))
+	if err != nil {
+		return err
+	}
+	if r.frontendPort, err = choosePort(ip, port); err != nil {
+		return fmt.Errorf("devserver: frontend address: %w", err)
+	}
+	r.ip = ip
+	r.frontendAddr = net.JoinHostPort(ip, strconv.Itoa(r.frontendPort))
+	r.servicePorts = map[string]int{}
+	for _, svc := range []string{"history", "matching", "worker"} {
+		if r.servicePorts[svc], err = choosePort(ip, 0); err != nil {
+			return fmt.Errorf("devserver: %s port: %w", svc, err)
+		}
+	}
+	if r.disableUI {
+		return nil
+	}
+	uiIP, uiPort, err := splitAddr("UI", orDefault(opts.UIAddr, DefaultUIAddr))
+	if err != nil {
+		return err
+	}
+	if uiPort, err = choosePort(uiIP, uiPort); err != nil {
+		return fmt.Errorf("devserver: UI address: %w", err)
+	}
+	r.uiAddr = net.JoinHostPort(uiIP, strconv.Itoa(uiPort))
+	return nil
+}
+
+// splitAddr parses "ip:port". The server needs an IP to bind and to advertise,
+// so "localhost" is read as 127.0.0.1 and other names are refused.
+func splitAddr(what, addr string) (string, int, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, furrow.Errorf(furrow.EINVALID, "devserver: %s address %q: want ip:port", what, addr)
+	}
+	if host == "localhost" || host == "" {
+		host = "127.0.0.1"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return "", 0, furrow.Errorf(furrow.EINVALID, "devserver: %s address %q: host must be an IP address", what, addr)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, furrow.Errorf(furrow.EINVALID, "devserver: %s address %q: bad port", what, addr)
+	}
+	return ip.String(), port, nil
+}
+
+// choosePort returns port if it is free on ip, or a free port if port is 0.
+// Checking up front turns "address in use" into a clear error: the Temporal
+// services and the UI server would otherwise fail late or exit the process.
+func choosePort(ip string, port int) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
