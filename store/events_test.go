@@ -1,0 +1,252 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+func TestCreateEventAndList(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	db, _ := newDB(t, clock)
+	fx := newFixture(t, db)
+	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, Data: json.RawMessage(`{"rule":"dry"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := furrow.ParseEventID(e.ID); err != nil || e.OccurredAtMs != clock.Now().UnixMilli() {
+		t.Fatalf("event %+v: id or time not assigned", e)
+	}
+	got, err := db.Event(ctx, e.ID)
+	if err != nil || got.ID != e.ID || got.Type != e.Type || got.FarmID != fx.farm.ID {
+		t.Fatalf("Event = %+v, %v", got, err)
+	}
+	var data map[string]string
+	if err := json.Unmarshal(got.Data, &data); err != nil || data["rule"] != "dry" {
+		t.Fatalf("data = %s", got.Data)
+	}
+	clock.Advance(time.Second)
+	later, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventRecommendationCreated, FarmID: fx.farm.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID})
+	if err != nil || len(es) != 2 || es[0].ID != later.ID || es[1].ID != e.ID {
+		t.Fatalf("Events = %+v, %v; want newest first", es, err)
+	}
+	es, _ = db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID, Type: furrow.EventTriggerFired})
+	if len(es) != 1 || es[0].ID != e.ID {
+		t.Fatalf("type filter: %+v", es)
+	}
+	since := later.OccurredAtMs
+	es, _ = db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID, SinceMs: &since, Limit: 1})
+	if len(es) != 1 || es[0].ID != later.ID {
+		t.Fatalf("since filter: %+v", es)
+	}
+
+	_, err = db.Event(ctx, furrow.NewEventID())
+	wantCode(t, err, furrow.ENOTFOUND)
+	_, err = db.Event(ctx, "nope")
+	wantCode(t, err, furrow.EINVALID)
+	_, err = db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: uuid.New()})
+	wantCode(t, err, furrow.ENOTFOUND)
+	_, err = db.CreateEvent(ctx, e)
+	wantCode(t, err, furrow.ECONFLICT)
+	for _, bad := range []furrow.Event{
+		{Type: "unknown", FarmID: fx.farm.ID},
+		{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, Data: json.RawMessage(`[1]`)},
+		{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, Data: json.RawMessage(`{"a":"\u0000"}`)},
+		{ID: "evt_x", Type: furrow.EventTriggerFired, FarmID: fx.farm.ID},
+	} {
+		_, err := db.CreateEvent(ctx, bad)
+		wantCode(t, err, furrow.EINVALID)
+	}
+}
+
+func createEvents(t *testing.T, db interface {
+	CreateEvent(context.Context, furrow.Event) (furrow.Event, error)
+}, farm uuid.UUID, n int) []furrow.Event {
+	t.Helper()
+	out := make([]furrow.Event, n)
+	for i := range n {
+		e, err := db.CreateEvent(context.Background(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: farm, OccurredAtMs: int64(1000 + i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = e
+	}
+	return out
+}
+
+func TestClaimEventsConcurrentClaimersNeverShare(t *testing.T) {
+	ctx := context.Background()
+	db, _ := newDB(t, newClock())
+	fx := newFixture(t, db)
+	const n = 200
+	createEvents(t, db, fx.farm.ID, n)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				es, err := db.ClaimEvents(ctx, 7, time.Hour)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(es) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, e := range es {
+					seen[e.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("claimed %d distinct events, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("event %s claimed %d times", id, c)
+		}
+	}
+}
+
+func TestClaimEventsLeaseAndDispatch(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	db, _ := newDB(t, clock)
+	fx := newFixture(t, db)
+	all := createEvents(t, db, fx.farm.ID, 3)
+	es, err := db.ClaimEvents(ctx, 2, time.Minute)
+	if err != nil || len(es) != 2 || es[0].ID != all[0].ID || es[1].ID != all[1].ID {
+		t.Fatalf("first claim = %+v, %v; want the two oldest in order", es, err)
+	}
+	if err := db.MarkDispatched(ctx, []string{es[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := db.ClaimEvents(ctx, 10, time.Minute); len(es) != 1 || es[0].ID != all[2].ID {
+		t.Fatalf("leased events were claimed again: %+v", es)
+	}
+	clock.Advance(2 * time.Minute)
+	es, err = db.ClaimEvents(ctx, 10, time.Minute)
+	if err != nil || len(es) != 2 || es[0].ID != all[1].ID || es[1].ID != all[2].ID {
+		t.Fatalf("after lease expiry = %+v, %v; want the two undispatched", es, err)
+	}
+	wantCode(t, db.MarkDispatched(ctx, []string{"bad"}), furrow.EINVALID)
+	if err := db.MarkDispatched(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPruneEventsKeepsUndispatched(t *testing.T) {
+	ctx := context.Background()
+	db, _ := newDB(t, newClock())
+	fx := newFixture(t, db)
+	all := createEvents(t, db, fx.farm.ID, 4) // occurred at 1000..1003 ms
+	if err := db.MarkDispatched(ctx, []string{all[0].ID, all[1].ID, all[3].ID}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := db.PruneEvents(ctx, time.UnixMilli(1003))
+	if err != nil || n != 2 {
+		t.Fatalf("PruneEvents = %d, %v; want 2", n, err)
+	}
+	for i, wantKept := range []bool{false, false, true, true} {
+		_, err := db.Event(ctx, all[i].ID)
+		if kept := err == nil; kept != wantKept {
+			t.Fatalf("event %d kept = %v, want %v (%v)", i, kept, wantKept, err)
+		}
+	}
+}
+
+func TestMarkOfflineOncePerEpisode(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	db, _ := newDB(t, clock)
+	fx := newFixture(t, db)
+	silent, _, err := db.CreateDevice(ctx, fx.farm.ID, "never-reports")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := db.CreateReading(ctx, reading(fx, 1, "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es, err := db.MarkOffline(ctx, time.Hour, 10); err != nil || len(es) != 0 {
+		t.Fatalf("fresh device marked: %+v, %v", es, err)
+	}
+	clock.Advance(2 * time.Hour)
+	es, err := db.MarkOffline(ctx, time.Hour, 10)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("MarkOffline = %+v, %v; want one event", es, err)
+	}
+	var data furrow.DeviceOfflineData
+	if err := json.Unmarshal(es[0].Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if es[0].Type != furrow.EventDeviceOffline || es[0].FarmID != fx.farm.ID || es[0].OccurredAtMs != clock.Now().UnixMilli() ||
+		data != (furrow.DeviceOfflineData{DeviceID: fx.device.ID, LastSeenMs: r.Timestamp, OfflineAfterMs: 3600000}) {
+		t.Fatalf("event %+v data %+v", es[0], data)
+	}
+	if _, err := db.Event(ctx, es[0].ID); err != nil {
+		t.Fatalf("offline event not stored: %v", err)
+	}
+	d, _ := db.DeviceByID(ctx, fx.device.ID)
+	if d.OfflineSinceMs == nil {
+		t.Fatal("device not marked offline")
+	}
+	if d, _ := db.DeviceByID(ctx, silent.ID); d.OfflineSinceMs != nil {
+		t.Fatal("a device that never reported was marked offline")
+	}
+	clock.Advance(time.Hour)
+	if es, _ := db.MarkOffline(ctx, time.Hour, 10); len(es) != 0 {
+		t.Fatalf("marked again in the same episode: %+v", es)
+	}
+	// A reading ends the episode; the next silence is announced again.
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "2")); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := db.DeviceByID(ctx, fx.device.ID); d.OfflineSinceMs != nil {
+		t.Fatal("reading did not clear the offline mark")
+	}
+	clock.Advance(2 * time.Hour)
+	if es, _ := db.MarkOffline(ctx, time.Hour, 10); len(es) != 1 {
+		t.Fatalf("second episode: %d events, want 1", len(es))
+	}
+}
+
+func TestMarkOfflineHonoursLimit(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	db, _ := newDB(t, clock)
+	fx := newFixture(t, db)
+	for i := range 5 {
+		d, _, err := db.CreateDevice(ctx, fx.farm.ID, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := reading(fx, 1, "1")
+		r.DeviceID = d.ID
+		if _, _, err := db.CreateReading(ctx, r); err != nil {
+			t.Fatal(err, i)
+		}
+	}
+	clock.Advance(3 * time.Hour)
+	first, _ := db.MarkOffline(ctx, time.Hour, 3)
+	rest, _ := db.MarkOffline(ctx, time.Hour, 3)
+	if len(first) != 3 || len(rest) != 2 {
+		t.Fatalf("sweeps marked %d then %d, want 3 then 2", len(first), len(rest))
+	}
+}
