@@ -1,0 +1,116 @@
+// Command receiver is an example endpoint for Furrow webhooks. It verifies
+// each delivery's signature over the raw body, acknowledges at once with
+// 204, drops events it has already seen (deliveries are at-least-once), and
+// prints the events from a separate goroutine, where a real receiver would
+// do its slow work.
+//
+//	WEBHOOK_SECRET=whsec_... go run ./examples/receiver -addr :9000
+//	WEBHOOK_SECRET=whsec_... go run ./examples/receiver -self-signed /tmp/receiver-ca.pem
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	addr       string
+	path       string
+	secret     string
+	certFile   string
+	keyFile    string
+	selfSigned string
+}
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	cfg, err := parseFlags(os.Args[1:], os.Getenv("WEBHOOK_SECRET"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, os.Stdout, log); err != nil {
+		log.Error("receiver stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, envSecret string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("receiver", flag.ContinueOnError)
+	fs.StringVar(&c.addr, "addr", ":9000", "listen address")
+	fs.StringVar(&c.path, "path", "/webhooks/furrow", "path that receives deliveries")
+	fs.StringVar(&c.secret, "secret", envSecret, "webhook signing secret (default $WEBHOOK_SECRET; prefer the variable, flags show in ps)")
+	fs.StringVar(&c.certFile, "cert", "", "TLS certificate file; with -key serves HTTPS")
+	fs.StringVar(&c.keyFile, "key", "", "TLS key file")
+	fs.StringVar(&c.selfSigned, "self-signed", "", "serve HTTPS with a fresh self-signed certificate for localhost, written to this PEM file for FURROW_WEBHOOK_CA_FILE")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case c.secret == "":
+		return c, errors.New("receiver: set WEBHOOK_SECRET (or -secret) to the webhook's signing secret")
+	case (c.certFile == "") != (c.keyFile == ""):
+		return c, errors.New("receiver: -cert and -key go together")
+	case c.certFile != "" && c.selfSigned != "":
+		return c, errors.New("receiver: use either -cert/-key or -self-signed")
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, cfg config, out io.Writer, log *slog.Logger) error {
+	rc := newReceiver(cfg.secret, log)
+	go rc.work(out)
+	defer rc.stop()
+
+	mux := http.NewServeMux()
+	mux.Handle("POST "+cfg.path, rc)
+	srv := &http.Server{Addr: cfg.addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	tlsOn, err := configureTLS(srv, cfg)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		log.Info("receiving webhooks", "addr", cfg.addr, "path", cfg.path, "https", tlsOn)
+		if tlsOn {
+			errc <- srv.ListenAndServeTLS(cfg.certFile, cfg.keyFile)
+		} else {
+			errc <- srv.ListenAndServe()
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+// configureTLS reports whether srv serves HTTPS, installing a self-signed
+// certificate when asked for one.
+func configureTLS(srv *http.Server, cfg config) (bool, error) {
+	if cfg.selfSigned == "" {
+		return cfg.certFile != "", nil
+	}
+	cert, err := selfSigned(cfg.selfSigned)
+	if err != nil {
+		return false, err
+	}
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	return true, nil
+}
