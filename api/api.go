@@ -1,0 +1,121 @@
+// Package api is the HTTP layer of Furrow: the device reading endpoint, the
+// probes and the management API, with their authentication, rate limiting
+// and error mapping. It depends only on the service interfaces of package
+// furrow; cmd/furrow wires the concrete implementations.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/api/ratelimit"
+	"github.com/go-chi/chi/v5"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultMaxBodyBytes = 64 << 10
+	DefaultReenableWait = 5 * time.Second
+)
+
+// Config holds the settings of the HTTP layer, read by the caller.
+type Config struct {
+	// TrustedProxies are the TCP peers whose X-Client-Cert-CN header is
+	// believed. From any other peer the header is ignored.
+	TrustedProxies []netip.Prefix
+	// AllowPrivateWebhooks accepts http and private or loopback webhook
+	// addresses (tests and development only). When set, WebhookURLCheck is
+	// not consulted; only the scheme and host are checked.
+	AllowPrivateWebhooks bool
+	// Thresholds decide the status shown for each device.
+	Thresholds furrow.Thresholds
+	// MaxBodyBytes bounds every request body; larger is 413. Default 64 KiB.
+	MaxBodyBytes int64
+	// ReenableWait bounds how long re-enabling a webhook waits for its
+	// workflow to apply the change. Default 5 s.
+	ReenableWait time.Duration
+}
+
+// Pinger reports whether a dependency (the database) is reachable.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the services the HTTP layer calls.
+type Deps struct {
+	Users     furrow.UserService
+	Farms     furrow.FarmService
+	Devices   furrow.DeviceService
+	Readings  furrow.ReadingService
+	Events    furrow.EventService
+	Webhooks  furrow.WebhookService
+	Delivery  furrow.DeliveryControl
+	Limiter   furrow.RateLimiter // nil: an in-process limiter of the spec's size
+	Publisher furrow.Publisher   // nil: readings are not published
+	Waker     furrow.Waker       // nil: the dispatcher relies on its sweep
+	Ready     Pinger             // nil: always ready
+	Clock     furrow.Clock       // nil: the system clock
+	Logger    *slog.Logger       // nil: logs are discarded
+	// WebhookURLCheck validates a webhook address; nil uses a check that
+	// requires https and rejects local names and non-public IP literals.
+	WebhookURLCheck func(raw string) error
+	// Live is mounted at GET /api/live and LivePage at GET /live when set.
+	Live     http.Handler
+	LivePage http.Handler
+}
+
+// server carries the configuration and dependencies of the handlers.
+type server struct {
+	cfg Config
+	Deps
+}
+
+// New returns the HTTP handler of the whole service.
+func New(cfg Config, deps Deps) http.Handler {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.ReenableWait <= 0 {
+		cfg.ReenableWait = DefaultReenableWait
+	}
+	if deps.Clock == nil {
+		deps.Clock = furrow.SystemClock{}
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Limiter == nil {
+		deps.Limiter = ratelimit.NewMemory(ratelimit.SpecLimit, ratelimit.SpecWindow, deps.Clock)
+	}
+	if deps.WebhookURLCheck == nil {
+		deps.WebhookURLCheck = CheckWebhookURL
+	}
+	s := &server{cfg: cfg, Deps: deps}
+	return s.routes()
+}
+
+func (s *server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(requestID, s.logRequests, s.recoverer)
+	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
+		return furrow.Errorf(furrow.ENOTFOUND, "no such endpoint")
+	}))
+	r.MethodNotAllowed(s.handle(func(_ http.ResponseWriter, r *http.Request) error {
+		return errMethod(r.Method)
+	}))
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Post("/api/metric-values", s.handle(s.postMetricValue))
+	if s.Live != nil {
+		r.Get("/api/live", s.Live.ServeHTTP)
+	}
+	if s.LivePage != nil {
+		r.Get("/live", s.LivePage.ServeHTTP)
+	}
+	r.Route("/api/farms", s.farmRoutes)
+	return r
+}

@@ -1,0 +1,81 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/furrowhq/furrow"
+)
+
+// statusOf maps each furrow error code to its HTTP status. Codes missing
+// from it are answered as internal errors.
+var statusOf = map[string]int{
+	furrow.EINVALID:      http.StatusBadRequest,
+	furrow.EUNAUTHORIZED: http.StatusUnauthorized,
+	furrow.EFORBIDDEN:    http.StatusForbidden,
+	furrow.ENOTFOUND:     http.StatusNotFound,
+	furrow.ECONFLICT:     http.StatusConflict,
+	furrow.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	furrow.ERATELIMITED:  http.StatusTooManyRequests,
+	furrow.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// errorBody is the Error resource of the spec.
+type errorBody struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// methodError is a wrong method on a known path: 405, spoken as bad_request
+// because the error vocabulary has no code of its own for it.
+type methodError struct{ method string }
+
+func (e methodError) Error() string { return "method " + e.method + " is not allowed on this path" }
+
+func errMethod(method string) error { return methodError{method} }
+
+// handlerFunc is a handler that returns its failure instead of writing it.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts fn to http.HandlerFunc, answering its error.
+func (s *server) handle(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	}
+}
+
+// internalReason is the only sentence a client sees for an internal error.
+var internalReason = furrow.ErrorMessage(errors.New("internal"))
+
+// fail answers err in the Error shape. Errors that are not *furrow.Error,
+// and internal ones, are logged; the client sees only internal_error.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if m, ok := err.(methodError); ok {
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{furrow.EINVALID, m.Error()})
+		return
+	}
+	code := furrow.ErrorCode(err)
+	status, ok := statusOf[code]
+	if !ok || status == http.StatusInternalServerError {
+		s.Logger.ErrorContext(r.Context(), "request failed", "request_id", RequestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "error", err)
+		writeJSON(w, http.StatusInternalServerError, errorBody{furrow.EINTERNAL, internalReason})
+		return
+	}
+	writeJSON(w, status, errorBody{code, furrow.ErrorMessage(err)})
+}
+
+// writeJSON writes v as a JSON response with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"internal_error","reason":"The server could not encode the response."}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,68 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/furrowhq/furrow"
+)
+
+// createEvent stores an app-emitted event and wakes the dispatcher: 201 with
+// the envelope. Only trigger.fired and recommendation.created are accepted,
+// with a JSON object as data.
+func (s *server) createEvent(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if err := s.decodeBody(w, r, &in); err != nil {
+		return err
+	}
+	if !furrow.AppEventType(in.Type) {
+		return furrow.Errorf(furrow.EINVALID, "The field type must be %s or %s.", furrow.EventTriggerFired, furrow.EventRecommendationCreated)
+	}
+	if !bytes.HasPrefix(in.Data, []byte("{")) {
+		return furrow.Errorf(furrow.EINVALID, "The field data must be a JSON object.")
+	}
+	var data bytes.Buffer
+	if err := json.Compact(&data, in.Data); err != nil {
+		return furrow.Errorf(furrow.EINVALID, "The field data must be a JSON object.")
+	}
+	e, err := s.Events.CreateEvent(r.Context(), furrow.Event{Type: in.Type, FarmID: currentFarm(r), Data: data.Bytes()})
+	if err != nil {
+		return err
+	}
+	if s.Waker != nil {
+		s.Waker.Wake()
+	}
+	writeJSON(w, http.StatusCreated, e)
+	return nil
+}
+
+// listEvents lists the farm's events newest first, filtered by ?type= and
+// bounded by ?limit=: 200.
+func (s *server) listEvents(w http.ResponseWriter, r *http.Request) error {
+	typ := r.URL.Query().Get("type")
+	if typ != "" && !furrow.IsEventType(typ) {
+		return furrow.Errorf(furrow.EINVALID, "The query parameter type must be one of the event types.")
+	}
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
+	}
+	events, err := s.Events.Events(r.Context(), furrow.EventFilter{FarmID: currentFarm(r), Type: typ, Limit: limit})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, nonNil(events))
+	return nil
+}
+
+// nonNil makes empty lists encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

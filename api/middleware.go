@@ -1,0 +1,77 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/furrowhq/furrow"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
+)
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	userKey
+	farmKey
+	roleKey
+)
+
+// RequestID returns the id given to the request by the API, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// requestID gives every request a fresh id, returned in X-Request-Id so that
+// a client's report can be matched with the logs. A client-sent id is not
+// trusted.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := uuid.NewString()
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// logRequests logs method, path, status and duration of every request. It
+// never logs headers or the query, where credentials could travel.
+func (s *server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.Clock.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		s.Logger.InfoContext(r.Context(), "request", "request_id", RequestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "status", status,
+			"duration_ms", s.Clock.Now().Sub(start).Milliseconds())
+	})
+}
+
+// recoverer turns a panic into an internal_error answer and a log line with
+// the stack, so that a bug never drops the connection without a response.
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if rec == http.ErrAbortHandler {
+				panic(rec)
+			}
+			s.Logger.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()),
+				"method", r.Method, "path", r.URL.Path, "panic", rec, "stack", string(debug.Stack()))
+			if ww, ok := w.(middleware.WrapResponseWriter); ok && ww.Status() != 0 {
+				return // the response has begun; nothing more can be said
+			}
+			writeJSON(w, http.StatusInternalServerError, errorBody{furrow.EINTERNAL, internalReason})
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

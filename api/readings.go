@@ -1,0 +1,132 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/furrowhq/furrow"
+)
+
+// postMetricValue stores one reading. Checks run in the order of the design:
+// credential, rate limit, body, device match, store.
+func (s *server) postMetricValue(w http.ResponseWriter, r *http.Request) error {
+	cred, err := s.authDevice(r)
+	if err != nil {
+		return err
+	}
+	if err := s.rateLimit(w, r, cred.key); err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	in, err := DecodeReadingIn(body)
+	if err != nil {
+		return err
+	}
+	if in.DeviceID != cred.device.ID {
+		return furrow.Errorf(furrow.EFORBIDDEN, "The device_id does not match the device of the credential.")
+	}
+	stored, _, err := s.Readings.CreateReading(r.Context(), furrow.Reading{
+		DeviceID: in.DeviceID, MetricID: in.MetricID, Value: in.Value, FarmID: cred.device.FarmID,
+	})
+	if err != nil {
+		return err
+	}
+	stored.FarmID = cred.device.FarmID
+	if s.Publisher != nil {
+		s.Publisher.Publish(furrow.LiveReading{Reading: stored})
+	}
+	if s.Waker != nil {
+		s.Waker.Wake()
+	}
+	writeJSON(w, http.StatusCreated, stored)
+	return nil
+}
+
+// rateLimit counts the request for key, setting retry-after when it is over
+// the limit. A failing limiter is an internal error; wrap it in
+// ratelimit.FailOpen to let requests through instead.
+func (s *server) rateLimit(w http.ResponseWriter, r *http.Request, key string) error {
+	d, err := s.Limiter.Allow(r.Context(), key)
+	if err != nil {
+		return err
+	}
+	if d.Allowed {
+		return nil
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(d.RetryAfter)))
+	return furrow.Errorf(furrow.ERATELIMITED, "Over the limit of requests for this credential; retry after the number of seconds in retry-after.")
+}
+
+// retryAfterSeconds rounds up to whole seconds, at least one.
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// readBody reads the whole body up to MaxBodyBytes; larger is ETOOLARGE.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, furrow.Errorf(furrow.ETOOLARGE, "The body must be at most %d bytes.", s.cfg.MaxBodyBytes)
+	case err != nil:
+		return nil, furrow.Errorf(furrow.EINVALID, "The body could not be read.")
+	}
+	return b, nil
+}
+
+// listReadings is the polling API: the farm's readings newest first,
+// filtered by device_id, metric_id and since_ms. When more remain, the
+// Furrow-Next-Cursor header holds the cursor of the next page.
+func (s *server) listReadings(w http.ResponseWriter, r *http.Request) error {
+	f, err := readingFilter(r)
+	if err != nil {
+		return err
+	}
+	readings, next, err := s.Readings.Readings(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if next != nil {
+		w.Header().Set("Furrow-Next-Cursor", encodeCursor(*next))
+	}
+	writeJSON(w, http.StatusOK, nonNil(readings))
+	return nil
+}
+
+// readingFilter reads the query of the polling API; malformed is EINVALID.
+func readingFilter(r *http.Request) (furrow.ReadingFilter, error) {
+	f := furrow.ReadingFilter{FarmID: currentFarm(r)}
+	var err error
+	if f.DeviceID, err = queryUUID(r, "device_id"); err != nil {
+		return f, err
+	}
+	metric, ok, err := queryInt(r, "metric_id", 1, math.MaxInt32)
+	if err != nil {
+		return f, err
+	} else if ok {
+		m := int32(metric)
+		f.MetricID = &m
+	}
+	if f.SinceMs, err = querySinceMs(r); err != nil {
+		return f, err
+	}
+	if f.Limit, err = queryLimit(r); err != nil {
+		return f, err
+	}
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		cur, err := decodeCursor(c)
+		if err != nil {
+			return f, err
+		}
+		f.Before = &cur
+	}
+	return f, nil
+}
