@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,11 +22,12 @@ const subscribeWait = 10 * time.Second
 // conn is one WebSocket client. Its writer goroutine is the only one that
 // writes, so replies and data leave in order; Send never blocks the hub.
 type conn struct {
-	srv  *Server
-	ws   *websocket.Conn
-	user uuid.UUID
-	send chan []byte
-	kill chan closeReason // first failure wins
+	srv    *Server
+	ws     *websocket.Conn
+	user   uuid.UUID
+	send   chan []byte
+	kill   chan closeReason // holds the first failure
+	failed atomic.Bool
 	// topics is owned by the reader goroutine until it ends.
 	topics map[Topic]struct{}
 }
@@ -66,20 +68,14 @@ func (c *conn) Send(msg []byte) {
 	select {
 	case c.send <- msg:
 	default:
-		if c.fail(websocket.StatusPolicyViolation, "send buffer full: client too slow") {
-			c.srv.slowClosed.Add(1)
-		}
+		c.fail(websocket.StatusPolicyViolation, "send buffer full: client too slow")
 	}
 }
 
-// fail asks the writer to close the connection; it reports whether this
-// was the first request.
-func (c *conn) fail(code websocket.StatusCode, reason string) bool {
-	select {
-	case c.kill <- closeReason{code, reason}:
-		return true
-	default:
-		return false
+// fail asks the writer to close the connection; the first request wins.
+func (c *conn) fail(code websocket.StatusCode, reason string) {
+	if c.failed.CompareAndSwap(false, true) {
+		c.kill <- closeReason{code, reason}
 	}
 }
 
@@ -96,6 +92,9 @@ func (c *conn) run(initial []Topic) {
 		c.readLoop(ctx)
 	}()
 	why := c.writeLoop(ctx)
+	if why.code == websocket.StatusPolicyViolation {
+		c.srv.slowClosed.Add(1)
+	}
 	// Close before cancelling: a cancelled Read would drop the connection
 	// before the close frame, and with it the reason, reaches the client.
 	_ = c.ws.Close(why.code, why.reason)
@@ -116,18 +115,18 @@ func (c *conn) writeLoop(ctx context.Context) closeReason {
 		case msg := <-c.send:
 			wctx, cancel := context.WithTimeout(ctx, c.srv.d.WriteTimeout)
 			err := c.ws.Write(wctx, websocket.MessageText, msg)
+			timedOut := ctx.Err() == nil && wctx.Err() != nil
 			cancel()
-			if err != nil {
+			if timedOut {
 				return closeReason{websocket.StatusPolicyViolation, "write timed out"}
+			} else if err != nil {
+				return closeReason{websocket.StatusNormalClosure, ""}
 			}
 		case <-ping.C:
 			pctx, cancel := context.WithTimeout(ctx, c.srv.d.PongTimeout)
 			err := c.ws.Ping(pctx)
 			cancel()
-			if err != nil {
-				if ctx.Err() == nil {
-					c.srv.slowClosed.Add(1)
-				}
+			if err != nil && ctx.Err() == nil {
 				return closeReason{websocket.StatusPolicyViolation, "pong not received"}
 			}
 		case why := <-c.kill:
