@@ -54,11 +54,14 @@ func New(opts Options) (*http.Client, error) {
 	transport := &http.Transport{
 		// A proxy would make the guard check the proxy instead of the
 		// endpoint.
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		TLSClientConfig:       tlsConf,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
+		Proxy:             nil,
+		DialContext:       dialer.DialContext,
+		TLSClientConfig:   tlsConf,
+		ForceAttemptHTTP2: true,
+		MaxIdleConns:      100,
+		// Deliveries to one busy receiver reuse connections instead of
+		// opening one per event.
+		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
