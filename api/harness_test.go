@@ -1,0 +1,198 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/api/ratelimit"
+	"github.com/google/uuid"
+)
+
+// testClock is a furrow.Clock moved by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// syncBuffer collects log output from concurrent handlers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Peers of the tests: the trusted proxy and someone else.
+const (
+	proxyPeer     = "10.1.2.3:40000"
+	untrustedPeer = "192.0.2.7:40000"
+)
+
+// harness is an API over fakes with one farm and its people and devices.
+type harness struct {
+	t       *testing.T
+	clock   *testClock
+	store   *fakeStore
+	logs    *syncBuffer
+	cfg     Config
+	deps    Deps
+	handler http.Handler
+
+	farm                                       uuid.UUID
+	owner, manager, operator, viewer, outsider string // user tokens
+	ownerID                                    uuid.UUID
+	device, device2                            furrow.Device
+	deviceKey, device2Key                      string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
+	store := newFakeStore(clock)
+	h := &harness{t: t, clock: clock, store: store, logs: &syncBuffer{}}
+	ctx := context.Background()
+	owner, ownerToken, _ := store.CreateUser(ctx, "owner@example.com")
+	h.owner, h.ownerID = ownerToken, owner.ID
+	farm, _ := store.CreateFarm(ctx, owner.ID, "North")
+	h.farm = farm.ID
+	h.manager = h.member(furrow.RoleManager)
+	h.operator = h.member(furrow.RoleOperator)
+	h.viewer = h.member(furrow.RoleViewer)
+	_, h.outsider, _ = store.CreateUser(ctx, "outsider@example.com")
+	h.device, h.deviceKey, _ = store.CreateDevice(ctx, farm.ID, "probe-1")
+	h.device2, h.device2Key, _ = store.CreateDevice(ctx, farm.ID, "probe-2")
+	h.cfg = Config{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		Thresholds:     furrow.Thresholds{StaleAfter: 30 * time.Minute, OfflineAfter: 2 * time.Hour},
+		ReenableWait:   300 * time.Millisecond,
+	}
+	h.deps = Deps{
+		Users: store, Farms: store, Devices: store, Readings: store, Events: store,
+		Webhooks: store, Delivery: store, Publisher: store, Waker: store,
+		Limiter: ratelimit.NewMemory(ratelimit.SpecLimit, ratelimit.SpecWindow, clock),
+		Clock:   clock, Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
+	}
+	h.rebuild()
+	return h
+}
+
+// rebuild makes the handler again after cfg or deps changed.
+func (h *harness) rebuild() { h.handler = New(h.cfg, h.deps) }
+
+func (h *harness) member(role furrow.Role) string {
+	u, token, _ := h.store.CreateUser(context.Background(), role.String()+"@example.com")
+	_ = h.store.AddMember(context.Background(), furrow.Member{FarmID: h.farm, UserID: u.ID, Role: role})
+	return token
+}
+
+// response is a recorded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// errorCode returns the error and reason of an error body.
+func (r response) errorBody(t *testing.T) (string, string) {
+	t.Helper()
+	var b struct{ Error, Reason string }
+	if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+		t.Fatalf("error body %q: %v", r.Body, err)
+	}
+	return b.Error, b.Reason
+}
+
+// req describes one request to the harness.
+type req struct {
+	method, path, body string
+	peer               string
+	header             map[string]string
+}
+
+func (h *harness) do(q req) response {
+	h.t.Helper()
+	r := httptest.NewRequest(q.method, q.path, strings.NewReader(q.body))
+	r.RemoteAddr = untrustedPeer
+	if q.peer != "" {
+		r.RemoteAddr = q.peer
+	}
+	for k, v := range q.header {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.handler.ServeHTTP(w, r)
+	b, _ := io.ReadAll(w.Result().Body)
+	return response{w.Code, w.Result().Header, string(b)}
+}
+
+// user sends a management request with a user token.
+func (h *harness) user(token, method, path, body string) response {
+	h.t.Helper()
+	hdr := map[string]string{}
+	if token != "" {
+		hdr["Authorization"] = "Bearer " + token
+	}
+	return h.do(req{method: method, path: path, body: body, header: hdr})
+}
+
+// farmPath is a path under the harness farm.
+func (h *harness) farmPath(rest string) string { return "/api/farms/" + h.farm.String() + rest }
+
+// expectError asserts status, error code and that the reason contains want.
+func expectError(t *testing.T, r response, status int, code, want string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type = %q, want application/json", ct)
+	}
+	gotCode, reason := r.errorBody(t)
+	if gotCode != code {
+		t.Fatalf("error = %q, want %q; body %s", gotCode, code, r.Body)
+	}
+	if !strings.Contains(reason, want) {
+		t.Fatalf("reason = %q, want it to contain %q", reason, want)
+	}
+}
+
+// decode unmarshals a response body into v.
+func decode(t *testing.T, r response, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.Body), v); err != nil {
+		t.Fatalf("body %q: %v", r.Body, err)
+	}
+}
