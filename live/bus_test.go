@@ -1,0 +1,61 @@
+package live
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow"
+	"github.com/google/uuid"
+)
+
+// stuckTransport never finishes a send until released.
+type stuckTransport struct {
+	memoryTransport
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s stuckTransport) send(ctx context.Context, _ []furrow.LiveReading) error {
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// TestPublishDropsWhenFull checks Publish neither blocks nor fails when
+// the transport is stuck: readings beyond the queue are dropped and counted.
+func TestPublishDropsWhenFull(t *testing.T) {
+	tr := stuckTransport{memoryTransport{newHub()}, make(chan struct{}, 1), make(chan struct{})}
+	b := newBus(tr.hub, tr, 4, nil)
+	defer b.Close()
+	defer close(tr.release)
+	r := furrow.LiveReading{Reading: furrow.Reading{FarmID: uuid.New(), DeviceID: uuid.New(), MetricID: 1}}
+	b.Publish(r)
+	<-tr.entered // the pump now holds one reading and is stuck
+	for range 100 {
+		b.Publish(r)
+	}
+	if d := b.Dropped(); d != 96 {
+		t.Fatalf("dropped %d of 100 with a queue of 4, want 96", d)
+	}
+}
+
+func TestRateLog(t *testing.T) {
+	now := time.Unix(0, 0)
+	l := &rateLog{clock: furrow.ClockFunc(func() time.Time { return now }), every: 10 * time.Second}
+	if ok, _ := l.allow(); !ok {
+		t.Fatal("first warning suppressed")
+	}
+	for range 3 {
+		if ok, _ := l.allow(); ok {
+			t.Fatal("warning within the interval let through")
+		}
+	}
+	now = now.Add(10 * time.Second)
+	if ok, n := l.allow(); !ok || n != 3 {
+		t.Fatalf("after the interval: %v, %d suppressed; want true, 3", ok, n)
+	}
+}
