@@ -24,6 +24,8 @@ type Config struct {
 	DeviceOfflineAfter  time.Duration
 	DeviceSweepEvery    time.Duration
 	DevDataDir          string
+	DevTemporalAddr     string
+	DevUIAddr           string
 }
 
 // Defaults of DESIGN.md's configuration table.
@@ -46,6 +48,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		TemporalNamespace: or(getenv("FURROW_TEMPORAL_NAMESPACE"), defaultNamespace),
 		WebhookCAFile:     getenv("FURROW_WEBHOOK_CA_FILE"),
 		DevDataDir:        or(getenv("FURROW_DEV_DATA_DIR"), ".furrow"),
+		DevTemporalAddr:   or(getenv("FURROW_DEV_TEMPORAL_ADDR"), "127.0.0.1:7233"),
+		DevUIAddr:         or(getenv("FURROW_DEV_UI_ADDR"), "127.0.0.1:8233"),
 	}
 	var err error
 	if c.TrustedProxies, err = parsePrefixes(or(getenv("FURROW_TRUSTED_PROXIES"), defaultProxies)); err != nil {

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/api"
+	"github.com/furrowhq/furrow/api/ratelimit"
+	"github.com/furrowhq/furrow/dispatch"
+	"github.com/furrowhq/furrow/live"
+	"github.com/furrowhq/furrow/safehttp"
+	"github.com/furrowhq/furrow/store"
+)
+
+// Spec limits of the reading endpoint.
+const (
+	rateLimit  = 120
+	rateWindow = 60 * time.Second
+)
+
+// server is the API and the outbox dispatcher, wired from concrete types.
+type server struct {
+	cfg        Config
+	log        *slog.Logger
+	db         *store.DB
+	redis      *redis.Client
+	bus        *live.Bus
+	live       *live.Server
+	dispatcher *dispatch.Dispatcher
+	http       *http.Server
+}
+
+// newServer connects to PostgreSQL and Redis and assembles the API around
+// the Temporal client tc. It does not start anything.
+func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Client) (*server, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, log: log, db: db}
+	var limiter furrow.RateLimiter
+	if cfg.RedisURL != "" {
+		opt, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("FURROW_REDIS_URL: not a redis:// URL")
+		}
+		s.redis = redis.NewClient(opt)
+		limiter = ratelimit.FailOpen(ratelimit.NewRedis(s.redis, rateLimit, rateWindow, "furrow:rl:"), log)
+		s.bus = live.NewRedisBus(s.redis, "furrow:live:", log)
+	} else {
+		log.Warn("FURROW_REDIS_URL is not set: the rate limiter and the live bus run in-process; run a single instance only")
+		limiter = ratelimit.NewMemory(rateLimit, rateWindow, furrow.SystemClock{})
+		s.bus = live.NewMemoryBus(log)
+	}
+	s.live = live.Handler(live.Deps{Users: db, Farms: db, Bus: s.bus, Logger: log})
+	s.dispatcher = dispatch.New(dispatch.Config{Schedule: cfg.RetrySchedule}, dispatch.Deps{
+		Outbox: db, Webhooks: db, Starter: tc, Logger: log,
+	})
+	if cfg.WebhookAllowPrivate {
+		log.Warn("FURROW_WEBHOOK_ALLOW_PRIVATE is on: webhooks may point at http, loopback and private addresses; never use this in production")
+	}
+	control := newControl(tc, cfg.RetrySchedule)
+	handler := api.New(api.Config{
+		TrustedProxies:       cfg.TrustedProxies,
+		AllowPrivateWebhooks: cfg.WebhookAllowPrivate,
+		Thresholds:           furrow.Thresholds{StaleAfter: cfg.DeviceStaleAfter, OfflineAfter: cfg.DeviceOfflineAfter},
+	}, api.Deps{
+		Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db,
+		Limiter: limiter, Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
+		Ready: db, Clock: furrow.SystemClock{}, Logger: log,
+		WebhookURLCheck: func(raw string) error { return safehttp.ValidateURL(raw, cfg.WebhookAllowPrivate) },
+		Live:            s.live, LivePage: live.PageHandler(),
+	})
+	s.http = &http.Server{Addr: cfg.HTTPAddr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// run serves HTTP and dispatches until ctx ends, then shuts down in order:
+// stop accepting requests, close live sockets, stop the dispatcher, close
+// the store (which flushes pending readings).
+func (s *server) run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.HTTPAddr, err)
+	}
+	s.log.Info("API listening", "addr", ln.Addr().String())
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error { return s.dispatcher.Run(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.live.Shutdown(sctx)
+		return s.http.Shutdown(sctx)
+	})
+	err = g.Wait()
+	s.close()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func (s *server) close() {
+	_ = s.bus.Close()
+	s.db.Close()
+	if s.redis != nil {
+		_ = s.redis.Close()
+	}
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/store"
+	"github.com/furrowhq/furrow/temporal"
+	"github.com/furrowhq/furrow/temporal/devserver"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// runDev runs everything in one process: migrations, an embedded Temporal
+// (unless FURROW_TEMPORAL_ADDRESS is set), the API, the dispatcher and the
+// worker; on an empty database it seeds a demo owner, farm and device.
+func runDev(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer) error {
+	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	uiURL := ""
+	if cfg.TemporalAddress == "" {
+		srv, err := startDevTemporal(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		cfg.TemporalAddress, uiURL = srv.FrontendAddr(), srv.UIURL()
+	}
+	tc, err := temporal.Dial(ctx, temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	s, err := newServer(ctx, cfg, log, tc)
+	if err != nil {
+		return err
+	}
+	w, err := newWorker(cfg, log, tc, s.db)
+	if err != nil {
+		s.close()
+		return err
+	}
+	if err := seedDemo(ctx, s.db, cfg, uiURL, stdout); err != nil {
+		s.close()
+		return err
+	}
+	return serveAll(ctx, s, w)
+}
+
+func startDevTemporal(ctx context.Context, cfg Config, log *slog.Logger) (*devserver.Server, error) {
+	attrs := map[string]enumspb.IndexedValueType{}
+	for _, n := range workflows.SearchAttributeNames {
+		attrs[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	srv, err := devserver.Start(ctx, devserver.Options{
+		FrontendAddr:     cfg.DevTemporalAddr,
+		UIAddr:           cfg.DevUIAddr,
+		Namespace:        cfg.TemporalNamespace,
+		DataDir:          cfg.DevDataDir,
+		SearchAttributes: attrs,
+		Logger:           log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded Temporal: %w", err)
+	}
+	log.Info("embedded Temporal started", "frontend", srv.FrontendAddr(), "ui", srv.UIURL(), "data", cfg.DevDataDir)
+	return srv, nil
+}
+
+// demoSeeder is what seeding needs of the store.
+type demoSeeder interface {
+	furrow.UserService
+	furrow.FarmService
+	furrow.DeviceService
+	Empty(ctx context.Context) (bool, error)
+}
+
+// seedDemo creates a demo owner, farm and device on an empty database and
+// prints how to use them.
+func seedDemo(ctx context.Context, db demoSeeder, cfg Config, uiURL string, out io.Writer) error {
+	empty, err := db.Empty(ctx)
+	if err != nil || !empty {
+		return err
+	}
+	user, token, err := db.CreateUser(ctx, "demo@furrow.dev")
+	if err != nil {
+		return fmt.Errorf("seed demo user: %w", err)
+	}
+	farm, err := db.CreateFarm(ctx, user.ID, "Demo farm")
+	if err != nil {
+		return fmt.Errorf("seed demo farm: %w", err)
+	}
+	dev, key, err := db.CreateDevice(ctx, farm.ID, "Demo soil probe")
+	if err != nil {
+		return fmt.Errorf("seed demo device: %w", err)
+	}
+	base := "http://" + localAddr(cfg.HTTPAddr)
+	fmt.Fprintf(out, `Furrow demo data (shown once; the keys cannot be read again):
+  owner:      %s (%s)
+  user token: %s
+  farm:       %s
+  device:     %s
+  device key: %s
+
+Post a reading:
+  curl -sS -X POST %s/api/metric-values -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"device_id":"%s","metric_id":220,"value":31.5}'
+
+Live chart: %s/live   Temporal UI: %s
+`, user.ID, user.Email, token, farm.ID, dev.ID, key, base, key, dev.ID, base, orNone(uiURL))
+	return nil
+}
+
+// localAddr turns a listen address such as ":8080" into one to connect to.
+func localAddr(listen string) string {
+	if strings.HasPrefix(listen, ":") {
+		return "127.0.0.1" + listen
+	}
+	return strings.Replace(listen, "0.0.0.0:", "127.0.0.1:", 1)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(external Temporal)"
+	}
+	return s
+}

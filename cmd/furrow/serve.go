@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/safehttp"
+	"github.com/furrowhq/furrow/store"
+	"github.com/furrowhq/furrow/temporal"
+)
+
+var errNoTemporal = errors.New("FURROW_TEMPORAL_ADDRESS is required (host:port of the Temporal frontend); `furrow dev` embeds one")
+
+func newControl(tc client.Client, schedule []time.Duration) *temporal.Control {
+	c := temporal.NewControl(tc)
+	c.Schedule = schedule
+	return c
+}
+
+// runServe runs the API and the dispatcher. Temporal is dialled lazily so
+// that readings are accepted, and kept in the outbox, while it is down.
+func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if cfg.TemporalAddress == "" {
+		return errNoTemporal
+	}
+	tc, err := client.NewLazyClient(temporalClientOptions(cfg, log))
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	s, err := newServer(ctx, cfg, log, tc)
+	if err != nil {
+		return err
+	}
+	return s.run(ctx)
+}
+
+func temporalClientOptions(cfg Config, log *slog.Logger) client.Options {
+	return client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal")),
+	}
+}
+
+// runWorker runs the Temporal worker of the delivery engine.
+func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if cfg.TemporalAddress == "" {
+		return errNoTemporal
+	}
+	tc, err := temporal.Dial(ctx, temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	w, err := newWorker(cfg, log, tc, db)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	log.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace)
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// newWorker builds the worker with the guarded webhook HTTP client.
+func newWorker(cfg Config, log *slog.Logger, tc client.Client, db *store.DB) (worker.Worker, error) {
+	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile, Timeout: activities.HTTPTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("webhook HTTP client: %w", err)
+	}
+	acts := &activities.Activities{
+		Webhooks: db, Events: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
+		Reporter: newControl(tc, cfg.RetrySchedule),
+	}
+	return temporal.NewWorker(tc, acts, temporal.WorkerOptions{}), nil
+}
+
+// serveAll runs s and the worker w until ctx ends (furrow dev).
+func serveAll(ctx context.Context, s *server, w worker.Worker) error {
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.run(gctx) })
+	return g.Wait()
+}
