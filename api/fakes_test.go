@@ -177,6 +177,9 @@ func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading) (furrow.R
 	}
 	r.Timestamp = furrow.Millis(f.clock.Now())
 	f.readings = append(f.readings, r)
+	d := f.devices[r.DeviceID]
+	d.LastSeenMs = &r.Timestamp
+	f.devices[r.DeviceID] = d
 	return r, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: r.FarmID}, nil
 }
 

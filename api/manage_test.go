@@ -1,0 +1,286 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow"
+	"github.com/google/uuid"
+)
+
+func TestProbes(t *testing.T) {
+	h := newHarness(t)
+	r := h.do(req{method: "GET", path: "/healthz"})
+	if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != `{"status":"ok"}` {
+		t.Fatalf("healthz: %d %s", r.Status, r.Body)
+	}
+	r = h.do(req{method: "GET", path: "/readyz"})
+	if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != `{"status":"ready"}` {
+		t.Fatalf("readyz without a pinger: %d %s", r.Status, r.Body)
+	}
+	h.deps.Ready = pingFunc(func(ctx context.Context) error { return nil })
+	h.rebuild()
+	if r := h.do(req{method: "GET", path: "/readyz"}); r.Status != http.StatusOK {
+		t.Fatalf("readyz: %d %s", r.Status, r.Body)
+	}
+	// A database that hangs is cut off by the probe's own deadline.
+	h.deps.Ready = pingFunc(func(ctx context.Context) error {
+		if _, ok := ctx.Deadline(); !ok {
+			return errors.New("no deadline")
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	h.rebuild()
+	r = h.do(req{method: "GET", path: "/readyz"})
+	if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, `"status":"unavailable"`) || !strings.Contains(r.Body, `"reason"`) {
+		t.Fatalf("readyz down: %d %s", r.Status, r.Body)
+	}
+}
+
+type pingFunc func(context.Context) error
+
+func (f pingFunc) Ping(ctx context.Context) error { return f(ctx) }
+
+// TestManagementAccess checks every management endpoint against callers
+// without a token, with a bad token, outside the farm, and below the role.
+func TestManagementAccess(t *testing.T) {
+	h := newHarness(t)
+	hook := uuid.New()
+	h.store.webhooks[hook] = furrow.Webhook{ID: hook, FarmID: h.farm, URL: "https://example.com", Enabled: true}
+	dev := h.device.ID.String()
+	endpoints := []struct {
+		method, path string
+		need         furrow.Role
+	}{
+		{"POST", "/members", furrow.RoleManager},
+		{"POST", "/devices", furrow.RoleManager},
+		{"POST", "/devices/" + dev + "/keys", furrow.RoleManager},
+		{"GET", "/devices", furrow.RoleViewer},
+		{"POST", "/webhooks", furrow.RoleManager},
+		{"GET", "/webhooks", furrow.RoleManager},
+		{"GET", "/webhooks/" + hook.String(), furrow.RoleManager},
+		{"DELETE", "/webhooks/" + hook.String(), furrow.RoleManager},
+		{"POST", "/webhooks/" + hook.String() + "/enable", furrow.RoleManager},
+		{"GET", "/webhooks/" + hook.String() + "/attempts", furrow.RoleManager},
+		{"POST", "/webhooks/" + hook.String() + "/redeliver", furrow.RoleManager},
+		{"POST", "/events", furrow.RoleManager},
+		{"GET", "/events", furrow.RoleViewer},
+		{"GET", "/readings", furrow.RoleViewer},
+	}
+	for _, e := range endpoints {
+		t.Run(e.method+e.path, func(t *testing.T) {
+			path := h.farmPath(e.path)
+			expectError(t, h.user("", e.method, path, "{}"), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "missing")
+			expectError(t, h.user("fut_bogus", e.method, path, "{}"), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
+			expectError(t, h.user(h.outsider, e.method, path, "{}"), http.StatusNotFound, furrow.ENOTFOUND, "farm does not exist")
+			other := "/api/farms/" + uuid.NewString() + e.path
+			expectError(t, h.user(h.owner, e.method, other, "{}"), http.StatusNotFound, furrow.ENOTFOUND, "farm does not exist")
+			bad := "/api/farms/not-a-uuid" + e.path
+			expectError(t, h.user(h.owner, e.method, bad, "{}"), http.StatusBadRequest, furrow.EINVALID, "farm id")
+			below := map[furrow.Role]string{furrow.RoleManager: h.operator}[e.need]
+			if below != "" {
+				expectError(t, h.user(below, e.method, path, "{}"), http.StatusForbidden, furrow.EFORBIDDEN, "manager role")
+			}
+		})
+	}
+	if h.store.webhooks[hook].ID != hook {
+		t.Fatal("a refused request changed state")
+	}
+}
+
+func TestCreateFarm(t *testing.T) {
+	h := newHarness(t)
+	r := h.user(h.outsider, "POST", "/api/farms", `{"name":" South "}`)
+	var farm furrow.Farm
+	decode(t, r, &farm)
+	if r.Status != http.StatusCreated || farm.Name != "South" || farm.ID == uuid.Nil {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatal("management answers must not be cached")
+	}
+	// The creator is the owner: it can reach owner-only actions.
+	r = h.user(h.outsider, "GET", "/api/farms/"+farm.ID.String()+"/webhooks", "")
+	if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != "[]" {
+		t.Fatalf("owner of the new farm: %d %s", r.Status, r.Body)
+	}
+	expectError(t, h.user(h.owner, "POST", "/api/farms", `{"name":""}`), http.StatusBadRequest, furrow.EINVALID, "name is required")
+	expectError(t, h.user(h.owner, "POST", "/api/farms", `{"name":5}`), http.StatusBadRequest, furrow.EINVALID, "name must be a string")
+	expectError(t, h.user(h.owner, "POST", "/api/farms", `["x"]`), http.StatusBadRequest, furrow.EINVALID, "JSON object")
+	expectError(t, h.user(h.owner, "POST", "/api/farms", `{"name":"x"`), http.StatusBadRequest, furrow.EINVALID, "JSON object")
+	big := `{"name":"x","pad":"` + strings.Repeat("x", 64<<10) + `"}`
+	expectError(t, h.user(h.owner, "POST", "/api/farms", big), http.StatusRequestEntityTooLarge, furrow.ETOOLARGE, "at most")
+}
+
+func TestAddMember(t *testing.T) {
+	h := newHarness(t)
+	newcomer, _, _ := h.store.CreateUser(context.Background(), "new@example.com")
+	body := func(role string) string { return fmt.Sprintf(`{"user_id":%q,"role":%q}`, newcomer.ID, role) }
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/members"), body("owner")), http.StatusForbidden, furrow.EFORBIDDEN, "above your own")
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/members"), body("boss")), http.StatusBadRequest, furrow.EINVALID, "role must be one of")
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/members"), `{"user_id":"x","role":"viewer"}`), http.StatusBadRequest, furrow.EINVALID, "user_id must be a UUID")
+	r := h.user(h.manager, "POST", h.farmPath("/members"), body("manager"))
+	if r.Status != http.StatusCreated || strings.TrimSpace(r.Body) != fmt.Sprintf(`{"user_id":%q,"role":"manager"}`, newcomer.ID) {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	expectError(t, h.user(h.owner, "POST", h.farmPath("/members"), body("viewer")), http.StatusConflict, furrow.ECONFLICT, "already")
+}
+
+func TestDevices(t *testing.T) {
+	h := newHarness(t)
+	r := h.user(h.manager, "POST", h.farmPath("/devices"), `{"name":"probe-0"}`)
+	var created struct {
+		ID     uuid.UUID `json:"id"`
+		Name   string    `json:"name"`
+		APIKey string    `json:"api_key"`
+	}
+	decode(t, r, &created)
+	if r.Status != http.StatusCreated || created.Name != "probe-0" || !strings.HasPrefix(created.APIKey, furrow.DeviceKeyPrefix) {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	// Rotation revokes the old key at once.
+	r = h.user(h.manager, "POST", h.farmPath("/devices/"+created.ID.String()+"/keys"), "")
+	var rotated struct {
+		APIKey string `json:"api_key"`
+	}
+	decode(t, r, &rotated)
+	if r.Status != http.StatusCreated || rotated.APIKey == "" || rotated.APIKey == created.APIKey {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	expectError(t, h.post(created.APIKey, readingBody(created.ID.String(), "220", "1")), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
+	if r := h.post(rotated.APIKey, readingBody(created.ID.String(), "220", "1")); r.Status != http.StatusCreated {
+		t.Fatalf("new key: %d", r.Status)
+	}
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/devices/"+uuid.NewString()+"/keys"), ""), http.StatusNotFound, furrow.ENOTFOUND, "")
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/devices/zzz/keys"), ""), http.StatusBadRequest, furrow.EINVALID, "device id")
+
+	// probe-0 reported just now, probe-1 40 minutes ago, probe-2 never.
+	seen := furrow.Millis(h.clock.Now().Add(-40 * time.Minute))
+	d := h.store.devices[h.device.ID]
+	d.LastSeenMs = &seen
+	h.store.devices[h.device.ID] = d
+	r = h.user(h.viewer, "GET", h.farmPath("/devices"), "")
+	var list []struct {
+		Name       string `json:"name"`
+		Status     string `json:"status"`
+		LastSeenMs *int64 `json:"last_seen_ms"`
+	}
+	decode(t, r, &list)
+	got := []string{}
+	for _, d := range list {
+		got = append(got, d.Name+"="+d.Status)
+	}
+	if want := "[probe-0=reporting probe-1=stale probe-2=never]"; fmt.Sprint(got) != want {
+		t.Fatalf("devices = %v, want %s", got, want)
+	}
+	if !strings.Contains(r.Body, `"last_seen_ms":null`) || strings.Contains(r.Body, "api_key") {
+		t.Fatalf("device list shape: %s", r.Body)
+	}
+}
+
+func TestEvents(t *testing.T) {
+	h := newHarness(t)
+	r := h.user(h.manager, "POST", h.farmPath("/events"), `{"type":"trigger.fired","data":{"rule": "frost", "n":[1]}}`)
+	var e furrow.Event
+	decode(t, r, &e)
+	if r.Status != http.StatusCreated || e.Type != furrow.EventTriggerFired || e.FarmID != h.farm ||
+		!strings.HasPrefix(e.ID, "evt_") || string(e.Data) != `{"rule":"frost","n":[1]}` || e.OccurredAtMs == 0 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if h.store.wakes != 1 {
+		t.Fatalf("wakes = %d, want 1", h.store.wakes)
+	}
+	for body, reason := range map[string]string{
+		`{"type":"metric.value","data":{}}`:            "type must be",
+		`{"type":"device.offline","data":{}}`:          "type must be",
+		`{"type":"trigger.fired","data":[1]}`:          "data must be a JSON object",
+		`{"type":"trigger.fired","data":null}`:         "data must be a JSON object",
+		`{"type":"trigger.fired"}`:                     "data must be a JSON object",
+		`{"type":"recommendation.created","data":"x"}`: "data must be a JSON object",
+	} {
+		expectError(t, h.user(h.manager, "POST", h.farmPath("/events"), body), http.StatusBadRequest, furrow.EINVALID, reason)
+	}
+	h.user(h.manager, "POST", h.farmPath("/events"), `{"type":"recommendation.created","data":{}}`)
+	r = h.user(h.viewer, "GET", h.farmPath("/events?type=trigger.fired&limit=5"), "")
+	var list []furrow.Event
+	decode(t, r, &list)
+	if r.Status != http.StatusOK || len(list) != 1 || list[0].ID != e.ID {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	r = h.user(h.viewer, "GET", h.farmPath("/events"), "")
+	decode(t, r, &list)
+	if len(list) != 2 || list[0].Type != furrow.EventRecommendationCreated {
+		t.Fatalf("events not newest first: %s", r.Body)
+	}
+	expectError(t, h.user(h.viewer, "GET", h.farmPath("/events?type=nope"), ""), http.StatusBadRequest, furrow.EINVALID, "type must be one of")
+	for _, l := range []string{"0", "1001", "x", "-1"} {
+		expectError(t, h.user(h.viewer, "GET", h.farmPath("/events?limit="+l), ""), http.StatusBadRequest, furrow.EINVALID, "limit must be an integer from 1 to 1000")
+	}
+}
+
+func TestReadingsCursor(t *testing.T) {
+	h := newHarness(t)
+	for i := range 5 {
+		h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", fmt.Sprint(i)))
+		h.clock.Advance(time.Second)
+	}
+	h.post(h.device2Key, readingBody(h.device2.ID.String(), "7", "99"))
+	var values []string
+	path := h.farmPath("/readings?device_id=" + h.device.ID.String() + "&metric_id=220&limit=2")
+	cursor := ""
+	for page := 0; ; page++ {
+		if page > 5 {
+			t.Fatal("paging does not end")
+		}
+		q := path
+		if cursor != "" {
+			q += "&cursor=" + cursor
+		}
+		r := h.user(h.viewer, "GET", q, "")
+		var rs []furrow.Reading
+		decode(t, r, &rs)
+		for _, x := range rs {
+			values = append(values, x.Value)
+		}
+		cursor = r.Header.Get("Furrow-Next-Cursor")
+		if cursor == "" {
+			break
+		}
+	}
+	if fmt.Sprint(values) != "[4 3 2 1 0]" {
+		t.Fatalf("paged values = %v, want newest first without gaps", values)
+	}
+	r := h.user(h.viewer, "GET", h.farmPath("/readings?since_ms=1"), "")
+	if !strings.Contains(r.Body, `"value":"99"`) || h.store.lastFilter.SinceMs == nil || *h.store.lastFilter.SinceMs != 1 {
+		t.Fatalf("since_ms not passed: %s", r.Body)
+	}
+	for q, reason := range map[string]string{
+		"cursor=abc": "cursor is malformed",
+		"cursor=" + encodeCursor(furrow.ReadingCursor{}) + "x": "cursor is malformed",
+		"device_id=x":   "device_id must be a UUID",
+		"metric_id=0":   "metric_id must be an integer",
+		"metric_id=2.5": "metric_id must be an integer",
+		"since_ms=-1":   "since_ms must be an integer",
+		"limit=abc":     "limit must be an integer",
+	} {
+		expectError(t, h.user(h.viewer, "GET", h.farmPath("/readings?"+q), ""), http.StatusBadRequest, furrow.EINVALID, reason)
+	}
+	r = h.user(h.viewer, "GET", h.farmPath("/readings?metric_id=12345"), "")
+	if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != "[]" {
+		t.Fatalf("empty page: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	c := furrow.ReadingCursor{TimestampMs: 1_700_000_000_123, Seq: 42}
+	got, err := decodeCursor(encodeCursor(c))
+	if err != nil || got != c {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}
