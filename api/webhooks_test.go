@@ -1,0 +1,197 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/furrowhq/furrow"
+	"github.com/google/uuid"
+)
+
+// createHook creates a webhook as the manager and returns it.
+func (h *harness) createHook(body string) furrow.Webhook {
+	h.t.Helper()
+	r := h.user(h.manager, "POST", h.farmPath("/webhooks"), body)
+	if r.Status != http.StatusCreated {
+		h.t.Fatalf("create webhook: %d %s", r.Status, r.Body)
+	}
+	var w furrow.Webhook
+	decode(h.t, r, &w)
+	return w
+}
+
+func TestCreateWebhook(t *testing.T) {
+	h := newHarness(t)
+	r := h.user(h.manager, "POST", h.farmPath("/webhooks"), `{"url":"https://hooks.example.com/in"}`)
+	if r.Status != http.StatusCreated || !strings.Contains(r.Body, `"event_types":[]`) ||
+		!strings.Contains(r.Body, `"enabled":true`) || !strings.Contains(r.Body, `"consecutive_failures":0`) {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	var w furrow.Webhook
+	decode(t, r, &w)
+	if !strings.HasPrefix(w.Secret, "whsec_") || len(w.Secret) != len("whsec_")+64 || w.ID == uuid.Nil {
+		t.Fatalf("secret %q or id %v malformed", w.Secret, w.ID)
+	}
+	if stored := h.store.webhooks[w.ID]; stored.FarmID != h.farm || stored.Secret != w.Secret {
+		t.Fatalf("stored %+v", stored)
+	}
+	w2 := h.createHook(`{"url":"https://93.184.216.34/x","event_types":["trigger.fired","metric.value","trigger.fired"]}`)
+	if strings.Join(w2.EventTypes, ",") != "trigger.fired,metric.value" || w2.Secret == w.Secret {
+		t.Fatalf("second webhook %+v", w2)
+	}
+	if strings.Contains(h.logs.String(), w.Secret) {
+		t.Fatal("a webhook secret appears in the logs")
+	}
+}
+
+func TestCreateWebhookRejects(t *testing.T) {
+	h := newHarness(t)
+	for body, reason := range map[string]string{
+		`{}`:                                                         "url is required",
+		`{"url":"http://example.com"}`:                               "https",
+		`{"url":"ftp://example.com"}`:                                "absolute https",
+		`{"url":"/relative"}`:                                        "absolute https",
+		`{"url":"https://localhost/x"}`:                              "localhost",
+		`{"url":"https://a.localhost./x"}`:                           "localhost",
+		`{"url":"https://127.0.0.1/x"}`:                              "public address",
+		`{"url":"https://10.0.0.5/x"}`:                               "public address",
+		`{"url":"https://192.168.1.1/x"}`:                            "public address",
+		`{"url":"https://169.254.169.254/latest"}`:                   "public address",
+		`{"url":"https://100.64.0.1/"}`:                              "public address",
+		`{"url":"https://[::1]/"}`:                                   "public address",
+		`{"url":"https://[fe80::1]/"}`:                               "public address",
+		`{"url":"https://[::ffff:10.0.0.1]/"}`:                       "public address",
+		`{"url":"https://0.0.0.0/"}`:                                 "public address",
+		`{"url":"https://user:pw@example.com/"}`:                     "credentials",
+		`{"url":"https://example.com","event_types":["nope"]}`:       "unknown event type",
+		`{"url":"https://example.com","event_types":"metric.value"}`: "event_types must be a list",
+	} {
+		expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks"), body), http.StatusBadRequest, furrow.EINVALID, reason)
+	}
+	if len(h.store.webhooks) != 0 {
+		t.Fatal("a rejected webhook was stored")
+	}
+}
+
+func TestCreateWebhookCustomCheckAndPrivate(t *testing.T) {
+	h := newHarness(t)
+	h.deps.WebhookURLCheck = func(raw string) error { return errors.New("resolves to a private address") }
+	h.rebuild()
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks"), `{"url":"https://example.com"}`),
+		http.StatusBadRequest, furrow.EINVALID, "resolves to a private address")
+	h.cfg.AllowPrivateWebhooks = true
+	h.rebuild()
+	w := h.createHook(`{"url":"http://127.0.0.1:9000/hook"}`)
+	if w.URL != "http://127.0.0.1:9000/hook" {
+		t.Fatalf("url %q", w.URL)
+	}
+}
+
+func TestGetListDeleteWebhook(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://example.com/a"}`)
+	path := h.farmPath("/webhooks/" + w.ID.String())
+	var got furrow.Webhook
+	r := h.user(h.owner, "GET", path, "")
+	decode(t, r, &got)
+	if r.Status != http.StatusOK || got.Secret != w.Secret {
+		t.Fatalf("get: %d %s", r.Status, r.Body)
+	}
+	var list []furrow.Webhook
+	decode(t, h.user(h.manager, "GET", h.farmPath("/webhooks"), ""), &list)
+	if len(list) != 1 || list[0].Secret != w.Secret {
+		t.Fatalf("list: %+v", list)
+	}
+	expectError(t, h.user(h.manager, "GET", h.farmPath("/webhooks/bad"), ""), http.StatusBadRequest, furrow.EINVALID, "webhook id")
+	expectError(t, h.user(h.manager, "GET", h.farmPath("/webhooks/"+uuid.NewString()), ""), http.StatusNotFound, furrow.ENOTFOUND, "")
+	// A webhook of another farm is not reachable through this one.
+	other := uuid.New()
+	h.store.webhooks[other] = furrow.Webhook{ID: other, FarmID: uuid.New()}
+	expectError(t, h.user(h.manager, "DELETE", h.farmPath("/webhooks/"+other.String()), ""), http.StatusNotFound, furrow.ENOTFOUND, "")
+	if r := h.user(h.manager, "DELETE", path, ""); r.Status != http.StatusNoContent || r.Body != "" {
+		t.Fatalf("delete: %d %q", r.Status, r.Body)
+	}
+	expectError(t, h.user(h.manager, "GET", path, ""), http.StatusNotFound, furrow.ENOTFOUND, "")
+}
+
+func TestEnableWebhook(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://example.com/a"}`)
+	_ = h.store.SetWebhookState(t.Context(), w.ID, false, 5)
+	path := h.farmPath("/webhooks/" + w.ID.String() + "/enable")
+
+	// The workflow has not applied the signal within the wait: 202 and the
+	// current state with a reason.
+	r := h.user(h.manager, "POST", path, "")
+	if r.Status != http.StatusAccepted || !strings.Contains(r.Body, `"enabled":false`) || !strings.Contains(r.Body, `"reason"`) {
+		t.Fatalf("pending: %d %s", r.Status, r.Body)
+	}
+	h.store.flipOnSignal = true
+	r = h.user(h.manager, "POST", path, "")
+	var got furrow.Webhook
+	decode(t, r, &got)
+	if r.Status != http.StatusOK || !got.Enabled || got.ConsecutiveFailures != 0 || strings.Contains(r.Body, `"reason"`) {
+		t.Fatalf("enabled: %d %s", r.Status, r.Body)
+	}
+	if len(h.store.reenabled) != 2 || h.store.reenabled[0] != w.ID {
+		t.Fatalf("reenable signals %v", h.store.reenabled)
+	}
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks/"+uuid.NewString()+"/enable"), ""), http.StatusNotFound, furrow.ENOTFOUND, "")
+}
+
+func TestAttempts(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://example.com/a"}`)
+	for i := 1; i <= 3; i++ {
+		_ = h.store.AddAttempt(t.Context(), furrow.Attempt{DeliveryID: uuid.New(), WebhookID: w.ID, EventID: "evt_x", Attempt: i, StatusCode: 500})
+	}
+	var list []furrow.Attempt
+	r := h.user(h.manager, "GET", h.farmPath("/webhooks/"+w.ID.String()+"/attempts?limit=2"), "")
+	decode(t, r, &list)
+	if len(list) != 2 || list[0].Attempt != 3 {
+		t.Fatalf("attempts: %s", r.Body)
+	}
+	expectError(t, h.user(h.manager, "GET", h.farmPath("/webhooks/"+w.ID.String()+"/attempts?limit=0"), ""), http.StatusBadRequest, furrow.EINVALID, "limit")
+}
+
+func TestRedeliver(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://example.com/a","event_types":["trigger.fired"]}`)
+	path := h.farmPath("/webhooks/" + w.ID.String() + "/redeliver")
+	fired, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 1000})
+	reco, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventRecommendationCreated, FarmID: h.farm, OccurredAtMs: 2000})
+	later, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 3000})
+	foreign, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: uuid.New(), OccurredAtMs: 3000})
+
+	r := h.user(h.manager, "POST", path, `{"event_id":"`+fired.ID+`"}`)
+	if r.Status != http.StatusAccepted || strings.TrimSpace(r.Body) != `{"count":1}` {
+		t.Fatalf("by id: %d %s", r.Status, r.Body)
+	}
+	r = h.user(h.manager, "POST", path, `{"since_ms":1500}`)
+	if r.Status != http.StatusAccepted || strings.TrimSpace(r.Body) != `{"count":1}` {
+		t.Fatalf("since: %d %s", r.Status, r.Body)
+	}
+	if len(h.store.redelivered) != 2 || h.store.redelivered[0].ID != fired.ID || h.store.redelivered[1].ID != later.ID {
+		t.Fatalf("redelivered %+v", h.store.redelivered)
+	}
+	for body, want := range map[string]struct {
+		status       int
+		code, reason string
+	}{
+		`{}`: {400, furrow.EINVALID, "exactly one"},
+		`{"event_id":"` + fired.ID + `","since_ms":1}`: {400, furrow.EINVALID, "exactly one"},
+		`{"event_id":"x"}`:                           {400, furrow.EINVALID, "evt_<uuid>"},
+		`{"since_ms":-5}`:                            {400, furrow.EINVALID, "negative"},
+		`{"since_ms":"5"}`:                           {400, furrow.EINVALID, "since_ms must be a number"},
+		`{"event_id":"` + reco.ID + `"}`:             {400, furrow.EINVALID, "does not subscribe"},
+		`{"event_id":"` + foreign.ID + `"}`:          {404, furrow.ENOTFOUND, "event does not exist"},
+		`{"event_id":"` + furrow.NewEventID() + `"}`: {404, furrow.ENOTFOUND, "event does not exist"},
+	} {
+		expectError(t, h.user(h.manager, "POST", path, body), want.status, want.code, want.reason)
+	}
+	if len(h.store.redelivered) != 2 {
+		t.Fatal("a refused redelivery started deliveries")
+	}
+}
