@@ -156,7 +156,7 @@ func TestMetricValueCertificate(t *testing.T) {
 			t.Fatalf("status %d, body %s", r.Status, r.Body)
 		}
 		r := h.do(req{method: "POST", path: "/api/metric-values", peer: untrustedPeer,
-			body: readingBody(h.device2.ID.String(), "220", "1"),
+			body:   readingBody(h.device2.ID.String(), "220", "1"),
 			header: map[string]string{certHeader: both[certHeader], "X-Forwarded-For": "10.0.0.1"}})
 		expectError(t, r, http.StatusUnauthorized, furrow.EUNAUTHORIZED, "missing")
 	})
