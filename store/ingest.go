@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,21 +87,24 @@ const writeTimeout = 30 * time.Second
 
 var errClosed = errors.New("store: closed")
 
-// ingester is the group commit of readings.
+// ingester is the group commit of readings. Each writer owns a queue, and a
+// device's readings always go to the same one, so that writers of one
+// process never wait on each other's device-row locks.
 type ingester struct {
 	db       *DB
-	reqs     chan *ingestReq
+	queues   []chan *ingestReq
 	maxBatch int
-	mu       sync.RWMutex // guards closed against sends on a closed reqs
+	mu       sync.RWMutex // guards closed against sends on closed queues
 	closed   bool
 	wg       sync.WaitGroup
 }
 
 func startIngester(db *DB, writers, maxBatch int) *ingester {
-	in := &ingester{db: db, reqs: make(chan *ingestReq, writers*maxBatch), maxBatch: maxBatch}
+	in := &ingester{db: db, queues: make([]chan *ingestReq, writers), maxBatch: maxBatch}
 	in.wg.Add(writers)
-	for range writers {
-		go in.run()
+	for i := range in.queues {
+		in.queues[i] = make(chan *ingestReq, maxBatch)
+		go in.run(in.queues[i])
 	}
 	return in
 }
@@ -111,8 +115,9 @@ func (in *ingester) submit(ctx context.Context, req *ingestReq) error {
 	if in.closed {
 		return errClosed
 	}
+	q := in.queues[binary.BigEndian.Uint32(req.reading.DeviceID[12:])%uint32(len(in.queues))]
 	select {
-	case in.reqs <- req:
+	case q <- req:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("store: create reading: %w", ctx.Err())
@@ -125,7 +130,9 @@ func (in *ingester) close() {
 	in.mu.Lock()
 	if !in.closed {
 		in.closed = true
-		close(in.reqs)
+		for _, q := range in.queues {
+			close(q)
+		}
 	}
 	in.mu.Unlock()
 	in.wg.Wait()
@@ -133,15 +140,15 @@ func (in *ingester) close() {
 
 // run takes whatever is queued, up to maxBatch, without waiting for more,
 // and commits it.
-func (in *ingester) run() {
+func (in *ingester) run(queue chan *ingestReq) {
 	defer in.wg.Done()
 	batch := make([]*ingestReq, 0, in.maxBatch)
-	for first := range in.reqs {
+	for first := range queue {
 		batch = append(batch[:0], first)
 	gather:
 		for len(batch) < in.maxBatch {
 			select {
-			case r, ok := <-in.reqs:
+			case r, ok := <-queue:
 				if !ok {
 					break gather
 				}

@@ -26,7 +26,8 @@ type Options struct {
 	// Logger receives store diagnostics; default slog.Default().
 	Logger *slog.Logger
 	// Writers is the number of goroutines that group-commit readings;
-	// default 4.
+	// default 2. Commits wait on the WAL flush, so fewer, larger batches
+	// beat many small ones.
 	Writers int
 	// MaxBatch bounds the readings committed in one transaction; default 256.
 	MaxBatch int
@@ -83,7 +84,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.Default()
 	}
 	if o.Writers <= 0 {
-		o.Writers = 4
+		o.Writers = 2
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
