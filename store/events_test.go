@@ -3,11 +3,13 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
 )
@@ -248,5 +250,36 @@ func TestMarkOfflineHonoursLimit(t *testing.T) {
 	rest, _ := db.MarkOffline(ctx, time.Hour, 3)
 	if len(first) != 3 || len(rest) != 2 {
 		t.Fatalf("sweeps marked %d then %d, want 3 then 2", len(first), len(rest))
+	}
+}
+
+func TestOfflineSweepUsesPartialIndex(t *testing.T) {
+	ctx := context.Background()
+	_, url := newDB(t, newClock())
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// An empty table would be scanned whatever the indexes; forbid that.
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	rows, err := conn.Query(ctx, `EXPLAIN SELECT id FROM devices
+		WHERE offline_since_ms IS NULL AND last_seen_ms IS NOT NULL AND last_seen_ms < 5
+		ORDER BY last_seen_ms LIMIT 10 FOR UPDATE SKIP LOCKED`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if !strings.Contains(plan.String(), "devices_online_last_seen") {
+		t.Fatalf("sweep does not use the partial index:\n%s", plan.String())
 	}
 }

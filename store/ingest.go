@@ -182,21 +182,28 @@ func (in *ingester) commit(batch []*ingestReq) {
 		}
 		return
 	}
+	// The SQLSTATE only: messages of some errors quote row values.
+	in.db.log.Warn("store: reading batch failed, retrying its rows one by one",
+		"rows", len(live), "sqlstate", sqlState(err))
 	for _, r := range live {
 		r.done <- translate(in.db.writeReadings(ctx, []*ingestReq{r}), "create reading", "device")
 	}
+}
+
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
 }
 
 // rowLevel reports errors that one row can cause (data, integrity) or that
 // a retry resolves (deadlock, serialization); others, such as a lost
 // connection, would fail every row again.
 func rowLevel(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	class := pe.Code[:2]
-	return class == "22" || class == "23" || class == "40"
+	code := sqlState(err)
+	return strings.HasPrefix(code, "22") || strings.HasPrefix(code, "23") || strings.HasPrefix(code, "40")
 }
 
 const insertReadingsSQL = `INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms)
