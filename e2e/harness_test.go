@@ -1,0 +1,277 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/furrowhq/furrow/store"
+)
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// newDatabase returns the URL of a fresh, migrated database for t.
+func newDatabase(t *testing.T) string {
+	return testenv.NewDatabase(t, testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate})
+}
+
+// furrow is one running furrow process.
+type furrow struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	URL    string
+	env    []string
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	exited chan struct{}
+}
+
+func (f *furrow) Write(p []byte) (int, error) { // stderr sink
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stderr.Write(p)
+}
+
+// Stdout returns what the process printed so far.
+func (f *furrow) Stdout() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stdout.String()
+}
+
+// Logs returns what the process logged so far.
+func (f *furrow) Logs() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stderr.String()
+}
+
+// start runs `furrow <command>` with env added to a minimal environment and
+// waits until /healthz answers. The process is stopped when t ends, and its
+// logs are shown if t failed.
+func start(t *testing.T, command string, env map[string]string) *furrow {
+	t.Helper()
+	addr := freeAddr(t)
+	f := &furrow{t: t, URL: "http://" + addr, exited: make(chan struct{})}
+	f.env = append(os.Environ(), "FURROW_HTTP_ADDR="+addr)
+	for k, v := range env {
+		f.env = append(f.env, k+"="+v)
+	}
+	f.cmd = exec.Command(binary, command)
+	f.cmd.Env = f.env
+	f.cmd.Stderr = f
+	out, err := f.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f.mu.Lock()
+			f.stdout.WriteString(sc.Text() + "\n")
+			f.mu.Unlock()
+		}
+	}()
+	go func() { _ = f.cmd.Wait(); close(f.exited) }()
+	t.Cleanup(func() {
+		f.Stop()
+		if t.Failed() {
+			t.Logf("furrow %s stdout:\n%s\nlogs:\n%s", command, f.Stdout(), f.Logs())
+		}
+	})
+	f.waitHealthy(60 * time.Second)
+	return f
+}
+
+func (f *furrow) waitHealthy(limit time.Duration) {
+	f.t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		select {
+		case <-f.exited:
+			f.t.Fatalf("furrow exited early:\n%s", f.Logs())
+		default:
+		}
+		resp, err := http.Get(f.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("furrow did not become healthy in %s:\n%s", limit, f.Logs())
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (f *furrow) Stop() {
+	select {
+	case <-f.exited:
+		return
+	default:
+	}
+	_ = f.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-f.exited:
+	case <-time.After(20 * time.Second):
+		_ = f.cmd.Process.Kill()
+		<-f.exited
+	}
+}
+
+// admin runs `furrow admin create-user` against databaseURL and returns the
+// user's id and token.
+func createUser(t *testing.T, databaseURL, email string) (id, token string) {
+	t.Helper()
+	cmd := exec.Command(binary, "admin", "create-user", "--email", email)
+	cmd.Env = append(os.Environ(), "FURROW_DATABASE_URL="+databaseURL)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("admin create-user: %v", err)
+	}
+	var u struct{ ID, Email, Token string }
+	if err := json.Unmarshal(out, &u); err != nil || u.Email != email || !strings.HasPrefix(u.Token, "fut_") {
+		t.Fatalf("admin create-user printed %q (%v)", out, err)
+	}
+	return u.ID, u.Token
+}
+
+// response is a decoded HTTP answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test on error.
+func (r response) JSON(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// errorCode returns the `error` field of an error body.
+func (r response) errorCode(t *testing.T) (code, reason string) {
+	t.Helper()
+	var e struct{ Error, Reason string }
+	r.JSON(t, &e)
+	return e.Error, e.Reason
+}
+
+// do sends one request. body may be nil, a string (sent as is) or a value
+// (JSON-encoded). headers alternate name, value.
+func do(t *testing.T, c *http.Client, method, url string, body any, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+func bearer(token string) []string { return []string{"Authorization", "Bearer " + token} }
+
+// expect fails t unless r has the status and, when code is not "", the
+// error code.
+func expect(t *testing.T, r response, status int, code string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	if code != "" {
+		if got, _ := r.errorCode(t); got != code {
+			t.Fatalf("error %q, want %q; body %s", got, code, r.Body)
+		}
+	}
+}
+
+// fixture is a user with a farm and a device on a running furrow.
+type fixture struct {
+	UserID, Token string
+	FarmID        string
+	DeviceID, Key string
+}
+
+func newFixture(t *testing.T, f *furrow, databaseURL string) fixture {
+	t.Helper()
+	var fx fixture
+	fx.UserID, fx.Token = createUser(t, databaseURL, fmt.Sprintf("owner-%d@example.com", time.Now().UnixNano()))
+	r := do(t, nil, "POST", f.URL+"/api/farms", map[string]string{"name": "North field"}, bearer(fx.Token)...)
+	expect(t, r, 201, "")
+	var farm struct{ ID string }
+	r.JSON(t, &farm)
+	fx.FarmID = farm.ID
+	fx.DeviceID, fx.Key = newDevice(t, f, fx)
+	return fx
+}
+
+func newDevice(t *testing.T, f *furrow, fx fixture) (id, key string) {
+	t.Helper()
+	r := do(t, nil, "POST", f.URL+"/api/farms/"+fx.FarmID+"/devices", map[string]string{"name": "probe"}, bearer(fx.Token)...)
+	expect(t, r, 201, "")
+	var d struct {
+		ID     string
+		APIKey string `json:"api_key"`
+	}
+	r.JSON(t, &d)
+	if !strings.HasPrefix(d.APIKey, "fdk_") {
+		t.Fatalf("device key %q lacks fdk_ prefix", d.APIKey)
+	}
+	return d.ID, d.APIKey
+}

@@ -1,0 +1,33 @@
+// Package e2e drives the furrow binary from the outside: it builds it once,
+// starts it against real PostgreSQL, Redis and Temporal, and talks HTTP to
+// it as devices, users and webhook receivers would.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// binary is the furrow binary built for this test run.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "furrow-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "furrow")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/furrow")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building furrow:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
