@@ -136,3 +136,15 @@ func TestDevicesAndKeys(t *testing.T) {
 		t.Fatalf("Devices of unknown farm = %+v, %v", ds, err)
 	}
 }
+
+func TestEmptyUntilFirstUser(t *testing.T) {
+	ctx := context.Background()
+	db, _ := newDB(t, newClock())
+	if empty, err := db.Empty(ctx); err != nil || !empty {
+		t.Fatalf("new database: Empty = %v, %v", empty, err)
+	}
+	newUser(t, db)
+	if empty, err := db.Empty(ctx); err != nil || empty {
+		t.Fatalf("after a user: Empty = %v, %v", empty, err)
+	}
+}
