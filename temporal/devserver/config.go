@@ -62,12 +62,19 @@ func serverConfig(r *resolved) *config.Config {
 		MasterClusterName:        clusterName,
 		CurrentClusterName:       clusterName,
 		ClusterInformation: map[string]cluster.ClusterInformation{
-			clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: r.frontendAddr},
+			clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             r.frontendAddr,
+				HTTPAddress:            net.JoinHostPort(r.ip, strconv.Itoa(r.servicePorts["http"])),
+			},
 		},
 	}
 	c.DCRedirectionPolicy.Policy = "noop"
 	c.Services = map[string]config.Service{
-		"frontend": {RPC: config.RPC{GRPCPort: r.frontendPort, BindOnIP: r.ip}},
+		// The HTTP API serves Nexus callbacks; without it the frontend warns
+		// at every start.
+		"frontend": {RPC: config.RPC{GRPCPort: r.frontendPort, HTTPPort: r.servicePorts["http"], BindOnIP: r.ip}},
 		"history":  {RPC: config.RPC{GRPCPort: r.servicePorts["history"], BindOnIP: r.ip}},
 		"matching": {RPC: config.RPC{GRPCPort: r.servicePorts["matching"], BindOnIP: r.ip}},
 		"worker":   {RPC: config.RPC{GRPCPort: r.servicePorts["worker"], BindOnIP: r.ip}},

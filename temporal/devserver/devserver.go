@@ -64,6 +64,7 @@ type Server struct {
 	ui           *uiserver.Server
 	frontendAddr string
 	uiURL        string
+	logLevel     *slog.LevelVar
 	stopOnce     sync.Once
 	stopErr      error
 }
@@ -90,7 +91,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("devserver: start temporal server: %w", err)
 	}
-	s := &Server{server: srv, frontendAddr: cfg.frontendAddr}
+	s := &Server{server: srv, frontendAddr: cfg.frontendAddr, logLevel: cfg.level}
 	if err := s.finishStart(ctx, cfg); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
@@ -124,6 +125,9 @@ func (s *Server) UIURL() string { return s.uiURL }
 // result.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		// Services shutting down warn about each other's closed connections;
+		// only errors are worth showing from here on.
+		s.logLevel.Set(slog.LevelError)
 		if s.ui != nil {
 			s.ui.Stop()
 		}

@@ -12,11 +12,11 @@ import (
 // embedded server, which is chatty at info, stays quiet in a terminal.
 type minLevelHandler struct {
 	next slog.Handler
-	min  slog.Level
+	min  slog.Leveler
 }
 
 func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.next.Enabled(ctx, l)
+	return l >= h.min.Level() && h.next.Enabled(ctx, l)
 }
 
 func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {

@@ -23,7 +23,7 @@ type resolved struct {
 	ip               string // frontend and internal services bind here
 	frontendPort     int
 	frontendAddr     string
-	servicePorts     map[string]int // history, matching, worker
+	servicePorts     map[string]int // history, matching, worker, http
 	uiAddr           string
 	disableUI        bool
 	namespace        string
@@ -31,7 +31,8 @@ type resolved struct {
 	sql              *config.SQL
 	retention        time.Duration
 	searchAttributes map[string]enums.IndexedValueType
-	logger           *slog.Logger // already filtered to warn and above
+	logger           *slog.Logger // filtered to level
+	level            *slog.LevelVar
 }
 
 // resolve validates opts, applies defaults and reserves ports.
@@ -57,7 +58,9 @@ func resolve(opts Options) (*resolved, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	r.logger = slog.New(minLevelHandler{next: logger.Handler(), min: slog.LevelWarn})
+	r.level = new(slog.LevelVar)
+	r.level.Set(slog.LevelWarn)
+	r.logger = slog.New(minLevelHandler{next: logger.Handler(), min: r.level})
 	if err := r.resolveAddrs(opts); err != nil {
 		return nil, err
 	}
@@ -72,7 +75,8 @@ func resolve(opts Options) (*resolved, error) {
 }
 
 // resolveAddrs parses the frontend and UI addresses and picks the ports left
-// to choose. The internal services get free ports on the frontend's IP.
+// to choose. The internal services and the frontend's HTTP API get free
+// ports on the frontend's IP.
 func (r *resolved) resolveAddrs(opts Options) error {
 	ip, port, err := splitAddr("frontend", orDefault(opts.FrontendAddr, DefaultFrontendAddr))
 	if err != nil {
@@ -84,7 +88,7 @@ func (r *resolved) resolveAddrs(opts Options) error {
 	r.ip = ip
 	r.frontendAddr = net.JoinHostPort(ip, strconv.Itoa(r.frontendPort))
 	r.servicePorts = map[string]int{}
-	for _, svc := range []string{"history", "matching", "worker"} {
+	for _, svc := range []string{"history", "matching", "worker", "http"} {
 		if r.servicePorts[svc], err = choosePort(ip, 0); err != nil {
 			return fmt.Errorf("devserver: %s port: %w", svc, err)
 		}
