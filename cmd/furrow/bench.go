@@ -2,11 +2,162 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"time"
+
+	"github.com/furrowhq/furrow/bench"
 )
 
+// runBench handles `furrow bench baseline|ingest|delivery`; BENCHMARKS.md
+// describes each. It prints the figures, then fails if a guarantee was
+// broken (a 5xx, an unstored 201, an undelivered event).
 func runBench(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error {
-	return fmt.Errorf("bench: not available yet: %w", errUsage)
+	if len(args) == 0 {
+		return fmt.Errorf("bench: expected baseline, ingest or delivery: %w", errUsage)
+	}
+	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	switch args[0] {
+	case "baseline":
+		return benchBaseline(ctx, cfg, fs, args[1:], stdout, jsonOut)
+	case "ingest":
+		return benchIngest(ctx, cfg, fs, args[1:], stdout, log, jsonOut)
+	case "delivery":
+		return benchDelivery(ctx, cfg, fs, args[1:], stdout, log, jsonOut)
+	}
+	return fmt.Errorf("bench: unknown tool %q: %w", args[0], errUsage)
+}
+
+func benchBaseline(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, jsonOut *bool) error {
+	conc := fs.Int("concurrency", 64, "connections")
+	dur := fs.Duration("duration", 10*time.Second, "how long to run")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *conc < 1 || *dur <= 0 {
+		return fmt.Errorf("bench baseline: --concurrency and --duration must be positive: %w", errUsage)
+	}
+	r, err := bench.Baseline(ctx, bench.BaselineConfig{DatabaseURL: cfg.DatabaseURL, Concurrency: *conc, Duration: *dur})
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		return json.NewEncoder(out).Encode(r)
+	}
+	r.Print(out)
+	return nil
+}
+
+func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
+	c := bench.IngestConfig{DatabaseURL: cfg.DatabaseURL, TemporalAddress: cfg.TemporalAddress, Logger: log}
+	fs.StringVar(&c.URL, "url", "", "API to measure (its database is FURROW_DATABASE_URL); empty starts `furrow serve` on a scratch database")
+	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server (rate limiter and bus); default FURROW_REDIS_URL")
+	fs.IntVar(&c.Devices, "devices", 1000, "devices, each with its own key; requests go to each in turn")
+	fs.IntVar(&c.Concurrency, "concurrency", 64, "connections")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to post")
+	fs.Float64Var(&c.Rate, "rate", 0, "requests per second in total; 0 is full speed")
+	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
+	skip := fs.Bool("skip-baseline", false, "do not run the baseline first")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if c.Devices < 1 || c.Concurrency < 1 || c.Duration <= 0 || c.Rate < 0 {
+		return fmt.Errorf("bench ingest: --devices, --concurrency and --duration must be positive: %w", errUsage)
+	}
+	var err error
+	if c.Binary, err = os.Executable(); err != nil {
+		return err
+	}
+	var rep struct {
+		Baseline *bench.BaselineResult `json:"baseline,omitempty"`
+		Ingest   bench.IngestResult    `json:"ingest"`
+		Ratio    float64               `json:"ratio,omitempty"`
+	}
+	if !*skip {
+		// Same duration and connections as the ingest run, just before it,
+		// so the ratio compares like with like on a noisy machine.
+		b, err := bench.Baseline(ctx, bench.BaselineConfig{DatabaseURL: cfg.DatabaseURL, Concurrency: c.Concurrency, Duration: c.Duration})
+		if err != nil {
+			return err
+		}
+		rep.Baseline = &b
+	}
+	if rep.Ingest, err = bench.Ingest(ctx, c); err != nil {
+		return err
+	}
+	if rep.Baseline != nil && rep.Baseline.TPS > 0 {
+		rep.Ratio = rep.Ingest.CreatedRPS / rep.Baseline.TPS
+	}
+	if *jsonOut {
+		err = json.NewEncoder(out).Encode(rep)
+	} else {
+		if rep.Baseline != nil {
+			rep.Baseline.Print(out)
+		}
+		rep.Ingest.Print(out)
+		if rep.Baseline != nil {
+			fmt.Fprintf(out, "ratio: %.2f of the baseline (201/s over baseline tx/s)\n", rep.Ratio)
+		}
+	}
+	return errors.Join(err, rep.Ingest.Check())
+}
+
+func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
+	c := bench.DeliveryConfig{DatabaseURL: cfg.DatabaseURL, Logger: log}
+	fs.StringVar(&c.URL, "url", "", "server to measure (its database is FURROW_DATABASE_URL; it must trust --cert-dir/receiver.pem); empty starts `furrow dev`")
+	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server; default FURROW_REDIS_URL")
+	fs.StringVar(&c.CertDir, "cert-dir", "", "directory keeping the receiver's certificate (receiver.pem); default a temporary one")
+	fs.Float64Var(&c.Rate, "rate", 50, "readings per second")
+	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "how long to post")
+	fs.DurationVar(&c.Drain, "drain", time.Minute, "how long to wait afterwards for the last deliveries")
+	fs.IntVar(&c.Devices, "devices", 0, "devices; default one per reading per second, so none nears its rate limit")
+	fs.IntVar(&c.Concurrency, "concurrency", 32, "connections")
+	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if c.Rate <= 0 || c.Duration <= 0 || c.Concurrency < 1 || c.Devices < 0 {
+		return fmt.Errorf("bench delivery: --rate, --duration and --concurrency must be positive: %w", errUsage)
+	}
+	if c.URL != "" && c.CertDir == "" {
+		return fmt.Errorf("bench delivery: --url needs --cert-dir, whose receiver.pem the server trusts: %w", errUsage)
+	}
+	if c.Devices == 0 {
+		c.Devices = max(10, int(c.Rate+0.5))
+	}
+	var err error
+	if c.Binary, err = os.Executable(); err != nil {
+		return err
+	}
+	if c.URL != "" {
+		fmt.Fprintf(out, "the server must run with FURROW_WEBHOOK_ALLOW_PRIVATE=true FURROW_WEBHOOK_CA_FILE=%s/receiver.pem\n", c.CertDir)
+	}
+	r, err := bench.Delivery(ctx, c)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		err = json.NewEncoder(out).Encode(r)
+	} else {
+		r.Print(out)
+	}
+	return errors.Join(err, r.Check())
+}
+
+// parse parses flags; a bad flag is a usage error.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("bench: %w", errUsage)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	return nil
 }

@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Backlog tells whether deliveries kept up with the load. Outstanding is
+// accepted readings whose event has not reached the receiver; Outbox is the
+// farm's events not yet handed to Temporal.
+type Backlog struct {
+	Samples          []Sample `json:"samples"`
+	StartOutstanding int64    `json:"start_outstanding"` // at a quarter of the run
+	EndOutstanding   int64    `json:"end_outstanding"`
+	MaxOutstanding   int64    `json:"max_outstanding"`
+	// Slope is the least-squares growth of Outstanding per second over the
+	// last three quarters of the run.
+	Slope float64 `json:"slope_per_second"`
+	// Grew is true when Slope exceeds 5% of the offered rate (and one
+	// event per second): deliveries were falling behind.
+	Grew bool `json:"grew"`
+}
+
+// Sample is the backlog at one moment of the run.
+type Sample struct {
+	AtSeconds   float64 `json:"at_s"`
+	Outstanding int64   `json:"outstanding"`
+	Outbox      int64   `json:"outbox"` // -1 when it could not be counted
+}
+
+// sampler records a Sample every second until stopped.
+type sampler struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	samples []Sample
+}
+
+func startSampler(ctx context.Context, databaseURL, farm string, start time.Time, outstanding func() int64) *sampler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &sampler{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		conn, err := pgx.Connect(ctx, databaseURL)
+		if err == nil {
+			defer conn.Close(context.Background())
+		}
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			smp := Sample{AtSeconds: time.Since(start).Seconds(), Outstanding: outstanding(), Outbox: -1}
+			if conn != nil {
+				_ = conn.QueryRow(ctx, "SELECT count(*) FROM events WHERE farm_id = $1 AND dispatched_at_ms IS NULL", farm).Scan(&smp.Outbox)
+			}
+			s.samples = append(s.samples, smp)
+		}
+	}()
+	return s
+}
+
+func (s *sampler) stop() []Sample {
+	s.cancel()
+	<-s.done
+	return s.samples
+}
+
+// analyse summarises samples of a run of d at rate per second.
+func analyse(samples []Sample, d time.Duration, rate float64) Backlog {
+	b := Backlog{Samples: samples}
+	var xs, ys []float64
+	for _, s := range samples {
+		b.MaxOutstanding = max(b.MaxOutstanding, s.Outstanding)
+		if s.AtSeconds < d.Seconds()/4 {
+			continue
+		}
+		if len(xs) == 0 {
+			b.StartOutstanding = s.Outstanding
+		}
+		xs, ys = append(xs, s.AtSeconds), append(ys, float64(s.Outstanding))
+		b.EndOutstanding = s.Outstanding
+	}
+	b.Slope = slope(xs, ys)
+	b.Grew = b.Slope > max(1, 0.05*rate)
+	return b
+}
+
+// slope is the least-squares slope of ys over xs; zero with fewer than
+// two points.
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy = sx+xs[i], sy+ys[i]
+		sxx, sxy = sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
+}

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BaselineConfig sets up a baseline run.
+type BaselineConfig struct {
+	// DatabaseURL names the PostgreSQL server; the run uses a scratch
+	// database beside it, dropped at the end.
+	DatabaseURL string
+	Concurrency int
+	Duration    time.Duration
+}
+
+// BaselineResult is what a baseline run measured.
+type BaselineResult struct {
+	Transactions int64         `json:"transactions"`
+	Failures     int64         `json:"failures"`
+	Elapsed      time.Duration `json:"-"`
+	TPS          float64       `json:"tps"`
+	Latency      Summary       `json:"latency"`
+}
+
+// baselineDevices spreads the rows over a few devices, as a fleet would.
+const baselineDevices = 100
+
+// Baseline measures the PostgreSQL work one reading costs — its row and its
+// outbox row in one transaction — over pgx with no HTTP in between, with
+// cfg.Concurrency connections for cfg.Duration. It fails when the scratch
+// database cannot be made or every transaction failed.
+func Baseline(ctx context.Context, cfg BaselineConfig) (BaselineResult, error) {
+	dbURL, drop, err := ScratchDatabase(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return BaselineResult{}, err
+	}
+	defer drop()
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return BaselineResult{}, fmt.Errorf("baseline: database URL is not valid")
+	}
+	pcfg.MaxConns = int32(cfg.Concurrency)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return BaselineResult{}, fmt.Errorf("baseline: %w", err)
+	}
+	defer pool.Close()
+	farm, devices, err := seedBaseline(ctx, pool)
+	if err != nil {
+		return BaselineResult{}, err
+	}
+	p := newPace(cfg.Duration, 0)
+	t := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, t *tally) {
+		began := time.Now()
+		if err := readingTx(ctx, pool, farm, devices[i%int64(len(devices))], i); err != nil {
+			t.failures++
+			t.lastErr = err
+			return
+		}
+		t.latencies = append(t.latencies, time.Since(began))
+	})
+	elapsed := time.Since(p.start)
+	r := BaselineResult{Transactions: int64(len(t.latencies)), Failures: t.failures, Elapsed: elapsed, Latency: Summarize(t.latencies)}
+	r.TPS = perSecond(r.Transactions, elapsed)
+	if r.Transactions == 0 && t.lastErr != nil {
+		return r, fmt.Errorf("baseline: no transaction committed: %w", t.lastErr)
+	}
+	return r, nil
+}
+
+func seedBaseline(ctx context.Context, pool *pgxpool.Pool) (uuid.UUID, []uuid.UUID, error) {
+	farm := uuid.New()
+	now := time.Now().UnixMilli()
+	if _, err := pool.Exec(ctx, "INSERT INTO farms (id, name, created_at_ms) VALUES ($1, 'baseline', $2)", farm, now); err != nil {
+		return farm, nil, fmt.Errorf("baseline: seed farm: %w", err)
+	}
+	devices := make([]uuid.UUID, baselineDevices)
+	for i := range devices {
+		devices[i] = uuid.New()
+		_, err := pool.Exec(ctx, "INSERT INTO devices (id, farm_id, name, key_hash, created_at_ms) VALUES ($1, $2, $3, $4, $5)",
+			devices[i], farm, "baseline", devices[i][:], now)
+		if err != nil {
+			return farm, nil, fmt.Errorf("baseline: seed device: %w", err)
+		}
+	}
+	return farm, devices, nil
+}
+
+// readingTx stores one reading and its metric.value outbox row in one
+// transaction: begin, both inserts in one round trip, commit.
+func readingTx(ctx context.Context, pool *pgxpool.Pool, farm, device uuid.UUID, i int64) error {
+	ts := time.Now().UnixMilli()
+	value := strconv.FormatInt(i, 10)
+	data, _ := json.Marshal(map[string]any{"device_id": device, "metric_id": 220, "value": value, "timestamp": ts})
+	b := &pgx.Batch{}
+	b.Queue("INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms) VALUES ($1, $2, 220, $3, $4)", device, farm, value, ts)
+	b.Queue("INSERT INTO events (id, type, farm_id, occurred_at_ms, data) VALUES ($1, 'metric.value', $2, $3, $4::jsonb)",
+		uuid.New(), farm, ts, string(data))
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
+}

@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DeliveryConfig sets up a delivery run.
+type DeliveryConfig struct {
+	// URL is a running server to measure, with DatabaseURL its database.
+	// When URL is empty, Binary is started as `furrow dev` on a scratch
+	// database beside DatabaseURL, with RedisURL, trusting the receiver.
+	URL         string
+	DatabaseURL string
+	RedisURL    string
+	Binary      string
+	// CertDir keeps the receiver's certificate (receiver.pem), so that a
+	// running server can be started trusting it; empty means a temporary
+	// directory.
+	CertDir     string
+	Rate        float64
+	Duration    time.Duration
+	Drain       time.Duration // wait after the load for the last deliveries
+	Devices     int
+	Concurrency int
+	Pid         int
+	Logger      *slog.Logger
+}
+
+// DeliveryResult is what a delivery run measured.
+type DeliveryResult struct {
+	Accepted      int64            `json:"accepted"`
+	Status        map[string]int64 `json:"status"`
+	Failures      int64            `json:"failures"`
+	PostLatency   Summary          `json:"post_latency"`
+	Latency       Summary          `json:"delivery_latency"` // 201 to the receiver's answer
+	Delivered     int64            `json:"delivered"`
+	InLoad        int64            `json:"delivered_during_load"`
+	PerSecond     float64          `json:"deliveries_per_second"`
+	Missing       int64            `json:"missing"`
+	Duplicates    int64            `json:"duplicates"`
+	Rejected      int64            `json:"rejected"`
+	DrainTime     time.Duration    `json:"-"`
+	Backlog       Backlog          `json:"backlog"`
+	Memory        *Memory          `json:"memory,omitempty"`
+	StartedServer string           `json:"started_server,omitempty"`
+}
+
+// Delivery subscribes a verifying HTTPS receiver to a fresh farm, posts
+// readings at cfg.Rate per second for cfg.Duration and measures, for each
+// 201, the time until the receiver got its event; then it waits up to
+// cfg.Drain for every accepted reading's event. It fails only when the run
+// cannot be set up.
+func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	certDir := cfg.CertDir
+	if certDir == "" {
+		dir, err := os.MkdirTemp("", "furrow-bench-")
+		if err != nil {
+			return DeliveryResult{}, err
+		}
+		defer os.RemoveAll(dir)
+		certDir = dir
+	}
+	rcv, err := StartReceiver(certDir)
+	if err != nil {
+		return DeliveryResult{}, fmt.Errorf("receiver: %w", err)
+	}
+	defer rcv.Close()
+	target := target{url: cfg.URL, databaseURL: cfg.DatabaseURL, pid: cfg.Pid}
+	if cfg.URL == "" {
+		stop, err := startDev(ctx, cfg, rcv.CAFile, log, &target)
+		if err != nil {
+			return DeliveryResult{}, err
+		}
+		defer stop()
+	}
+	fl, err := newFleet(ctx, target.databaseURL, target.url, cfg.Devices)
+	if err != nil {
+		return DeliveryResult{}, err
+	}
+	hook, err := fl.client.CreateWebhook(ctx, fl.farm, rcv.URL)
+	if err != nil {
+		return DeliveryResult{}, err
+	}
+	rcv.SetSecret(hook.Secret)
+	log.Info("fleet and webhook ready", "farm", fl.farm, "devices", len(fl.devices), "receiver", rcv.URL)
+	r := runDelivery(ctx, cfg, target, fl, rcv)
+	r.StartedServer = target.started
+	if target.pid > 0 {
+		if m, err := ReadMemory(target.pid); err == nil {
+			r.Memory = &m
+		}
+	}
+	return r, nil
+}
+
+// target is the server under test.
+type target struct {
+	url, databaseURL string
+	pid              int
+	started          string
+}
+
+// startDev starts `furrow dev` on its own Temporal ports and data, trusting
+// caFile, and points t at it.
+func startDev(ctx context.Context, cfg DeliveryConfig, caFile string, log *slog.Logger, t *target) (func(), error) {
+	dataDir, err := os.MkdirTemp("", "furrow-bench-dev-")
+	if err != nil {
+		return nil, err
+	}
+	frontend, err1 := FreeAddr()
+	ui, err2 := FreeAddr()
+	if err1 != nil || err2 != nil {
+		os.RemoveAll(dataDir)
+		return nil, fmt.Errorf("no free port for Temporal")
+	}
+	env := []string{
+		"FURROW_DEV_DATA_DIR=" + dataDir, "FURROW_DEV_TEMPORAL_ADDR=" + frontend, "FURROW_DEV_UI_ADDR=" + ui,
+		"FURROW_WEBHOOK_ALLOW_PRIVATE=true", "FURROW_WEBHOOK_CA_FILE=" + caFile,
+	}
+	log.Info("starting furrow dev", "binary", cfg.Binary, "redis", cfg.RedisURL != "")
+	stop, err := startServer(ctx, cfg.Binary, "dev", cfg.DatabaseURL, cfg.RedisURL, env, t)
+	if err != nil {
+		os.RemoveAll(dataDir)
+		return nil, err
+	}
+	return func() { stop(); os.RemoveAll(dataDir) }, nil
+}
+
+// runDelivery offers the load and gathers the figures.
+func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, rcv *Receiver) DeliveryResult {
+	var (
+		mu       sync.Mutex
+		accepted = map[string]time.Time{} // reading value -> 201 received
+		count    atomic.Int64
+	)
+	hc := loadClient(cfg.Concurrency)
+	defer hc.CloseIdleConnections()
+	p := newPace(cfg.Duration, cfg.Rate)
+	s := startSampler(ctx, t.databaseURL, fl.farm, p.start, func() int64 { return count.Load() - rcv.received() })
+	tl := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, tl *tally) {
+		value := strconv.FormatInt(i, 10)
+		began := time.Now()
+		status, _, err := postReading(ctx, hc, t.url, fl.devices[i%int64(len(fl.devices))], value)
+		if err != nil {
+			tl.failures++
+			tl.lastErr = err
+			return
+		}
+		tl.latencies = append(tl.latencies, time.Since(began))
+		tl.status[status]++
+		if status == 201 {
+			mu.Lock()
+			accepted[value] = time.Now()
+			mu.Unlock()
+			count.Add(1)
+		}
+	})
+	loadEnd := time.Now()
+	samples := s.stop()
+	drained := waitDrained(ctx, rcv, count.Load(), cfg.Drain)
+
+	r := DeliveryResult{Accepted: count.Load(), Status: map[string]int64{}, Failures: tl.failures, DrainTime: drained}
+	for code, n := range tl.status {
+		r.Status[strconv.Itoa(code)] = n
+	}
+	r.PostLatency = Summarize(tl.latencies)
+	rcv.mu.Lock()
+	lat := make([]time.Duration, 0, len(accepted))
+	for value, at := range accepted {
+		arrived, ok := rcv.arrivals[value]
+		if !ok {
+			r.Missing++
+			continue
+		}
+		lat = append(lat, max(arrived.Sub(at), 0)) // An event can beat its own 201 back.
+		if !arrived.After(loadEnd) {
+			r.InLoad++
+		}
+	}
+	r.Delivered, r.Duplicates, r.Rejected = int64(len(rcv.seen)), rcv.dups, rcv.rejected
+	rcv.mu.Unlock()
+	r.Latency = Summarize(lat)
+	r.PerSecond = perSecond(r.InLoad, loadEnd.Sub(p.start))
+	r.Backlog = analyse(samples, cfg.Duration, cfg.Rate)
+	return r
+}
+
+// waitDrained waits until want events have arrived or limit passes, and
+// returns how long it waited.
+func waitDrained(ctx context.Context, rcv *Receiver, want int64, limit time.Duration) time.Duration {
+	began := time.Now()
+	for rcv.received() < want && time.Since(began) < limit && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(began)
+}

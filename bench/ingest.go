@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// IngestConfig sets up an ingest run.
+type IngestConfig struct {
+	// URL is the API under test; DatabaseURL its database, where the run's
+	// user is created and its stored rows are counted. When URL is empty,
+	// Binary is started as `furrow serve` on a scratch database beside
+	// DatabaseURL, with RedisURL and TemporalAddress.
+	URL             string
+	DatabaseURL     string
+	Binary          string
+	RedisURL        string
+	TemporalAddress string
+	Devices         int
+	Concurrency     int
+	Duration        time.Duration
+	// Rate is the offered load in requests per second; 0 is full speed.
+	Rate float64
+	// Pid, when positive, is the server whose memory is read after the run.
+	Pid    int
+	Logger *slog.Logger
+}
+
+// IngestResult is what an ingest run measured.
+type IngestResult struct {
+	Requests    int64            `json:"requests"`
+	Elapsed     time.Duration    `json:"-"`
+	RPS         float64          `json:"rps"`
+	CreatedRPS  float64          `json:"created_rps"`
+	Latency     Summary          `json:"latency"`
+	Status      map[string]int64 `json:"status"`
+	Failures    int64            `json:"failures"`
+	LastFailure string           `json:"last_failure,omitempty"`
+	// Stored and Events count the farm's rows in the database after the
+	// run: every 201 must be there.
+	Stored        int64   `json:"stored"`
+	Events        int64   `json:"events"`
+	Memory        *Memory `json:"memory,omitempty"`
+	StartedServer string  `json:"started_server,omitempty"`
+}
+
+// Created returns the number of 201 answers.
+func (r IngestResult) Created() int64 { return r.Status["201"] }
+
+// ServerErrors returns the number of 5xx answers.
+func (r IngestResult) ServerErrors() int64 {
+	var n int64
+	for code, c := range r.Status {
+		if strings.HasPrefix(code, "5") {
+			n += c
+		}
+	}
+	return n
+}
+
+// Ingest creates a user, a fresh farm and cfg.Devices devices, then posts
+// readings from cfg.Concurrency connections for cfg.Duration, each request
+// from the next device in turn. It fails only when the fleet cannot be set
+// up; failed requests are counted in the result.
+func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	t := target{url: cfg.URL, databaseURL: cfg.DatabaseURL, pid: cfg.Pid}
+	if cfg.URL == "" {
+		// The farm has no webhook, so Temporal is never called; the lazy
+		// client of `furrow serve` only needs an address.
+		env := []string{"FURROW_TEMPORAL_ADDRESS=" + or(cfg.TemporalAddress, "127.0.0.1:7233")}
+		log.Info("starting furrow serve", "binary", cfg.Binary, "redis", cfg.RedisURL != "")
+		stop, err := startServer(ctx, cfg.Binary, "serve", cfg.DatabaseURL, cfg.RedisURL, env, &t)
+		if err != nil {
+			return IngestResult{}, err
+		}
+		defer stop()
+	}
+	r, err := ingest(ctx, cfg, t, log)
+	r.StartedServer = t.started
+	return r, err
+}
+
+func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) (IngestResult, error) {
+	fleet, err := newFleet(ctx, tg.databaseURL, tg.url, cfg.Devices)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	log.Info("fleet ready", "farm", fleet.farm, "devices", len(fleet.devices))
+	hc := loadClient(cfg.Concurrency)
+	p := newPace(cfg.Duration, cfg.Rate)
+	t := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, t *tally) {
+		d := fleet.devices[i%int64(len(fleet.devices))]
+		began := time.Now()
+		status, _, err := postReading(ctx, hc, tg.url, d, strconv.FormatInt(i, 10))
+		if err != nil {
+			t.failures++
+			t.lastErr = err
+			return
+		}
+		t.latencies = append(t.latencies, time.Since(began))
+		t.status[status]++
+	})
+	elapsed := time.Since(p.start)
+	hc.CloseIdleConnections()
+	r := IngestResult{Elapsed: elapsed, Status: map[string]int64{}, Failures: t.failures}
+	for code, n := range t.status {
+		r.Status[strconv.Itoa(code)] = n
+		r.Requests += n
+	}
+	if t.lastErr != nil {
+		r.LastFailure = t.lastErr.Error()
+	}
+	r.Latency = Summarize(t.latencies)
+	r.RPS, r.CreatedRPS = perSecond(r.Requests, elapsed), perSecond(r.Created(), elapsed)
+	if r.Stored, r.Events, err = countFarmRows(ctx, tg.databaseURL, fleet.farm); err != nil {
+		return r, err
+	}
+	if tg.pid > 0 {
+		m, err := ReadMemory(tg.pid)
+		if err != nil {
+			return r, err
+		}
+		r.Memory = &m
+	}
+	return r, nil
+}
+
+// fleet is a farm with its devices.
+type fleet struct {
+	client  *Client
+	farm    string
+	devices []Device
+}
+
+func newFleet(ctx context.Context, databaseURL, baseURL string, devices int) (*fleet, error) {
+	c, err := NewUser(ctx, databaseURL, baseURL)
+	if err != nil {
+		return nil, err
+	}
+	farm, err := c.CreateFarm(ctx, fmt.Sprintf("bench %s", time.Now().Format(time.RFC3339)))
+	if err != nil {
+		return nil, err
+	}
+	ds, err := c.CreateDevices(ctx, farm, devices)
+	if err != nil {
+		return nil, err
+	}
+	return &fleet{client: c, farm: farm, devices: ds}, nil
+}
+
+// loadClient keeps one connection per worker open.
+func loadClient(conns int) *http.Client {
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns:        conns,
+			MaxIdleConnsPerHost: conns,
+			MaxConnsPerHost:     conns,
+			IdleConnTimeout:     time.Minute,
+		},
+	}
+}
+
+// postReading posts one reading of metric 220 as device d and returns the
+// status and body of the answer.
+func postReading(ctx context.Context, hc *http.Client, baseURL string, d Device, value string) (int, []byte, error) {
+	body := `{"device_id":"` + d.ID + `","metric_id":220,"value":"` + value + `"}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/api/metric-values", strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+d.Key)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, b, err
+}
+
+// countFarmRows counts the readings and events stored for farm.
+func countFarmRows(ctx context.Context, databaseURL, farm string) (readings, events int64, err error) {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count stored rows: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM readings WHERE farm_id = $1),
+		(SELECT count(*) FROM events WHERE farm_id = $1 AND type = 'metric.value')`, farm).Scan(&readings, &events)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count stored rows: %w", err)
+	}
+	return readings, events, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/furrowhq/furrow/webhook"
+)
+
+// Receiver is an HTTPS webhook endpoint on loopback that verifies each
+// delivery's signature and notes when each reading's event first arrived.
+type Receiver struct {
+	URL    string
+	CAFile string // PEM of its self-signed certificate
+	srv    *http.Server
+	secret atomic.Pointer[string]
+
+	mu       sync.Mutex
+	arrivals map[string]time.Time // reading value -> first arrival
+	seen     map[string]bool      // event ids
+	dups     int64
+	rejected int64
+}
+
+// receiverCert and receiverKey are the file names in a certificate
+// directory.
+const (
+	receiverCert = "receiver.pem"
+	receiverKey  = "receiver-key.pem"
+)
+
+// StartReceiver listens on a free loopback port with the certificate kept in
+// certDir, creating a self-signed one for 127.0.0.1 if none is there yet.
+func StartReceiver(certDir string) (*Receiver, error) {
+	cert, err := loadOrCreateCert(certDir)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{
+		URL: "https://" + ln.Addr().String() + "/hook", CAFile: filepath.Join(certDir, receiverCert),
+		arrivals: map[string]time.Time{}, seen: map[string]bool{},
+	}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// SetSecret sets the webhook secret deliveries are verified with.
+func (r *Receiver) SetSecret(s string) { r.secret.Store(&s) }
+
+// Close stops the receiver.
+func (r *Receiver) Close() error { return r.srv.Close() }
+
+// ServeHTTP acknowledges a verified delivery at once, as the spec asks of
+// receivers, and records it.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	now := time.Now()
+	secret := r.secret.Load()
+	if secret == nil {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	var env struct {
+		ID   string `json:"id"`
+		Data struct {
+			Value string `json:"value"`
+		} `json:"data"`
+	}
+	status := http.StatusNoContent
+	body, err := webhook.VerifyRequest(req, *secret)
+	if err != nil {
+		status = webhook.Status(err)
+	} else if json.Unmarshal(body, &env) != nil || env.ID == "" {
+		status = http.StatusBadRequest
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if status != http.StatusNoContent {
+		r.rejected++
+		w.WriteHeader(status)
+		return
+	}
+	if r.seen[env.ID] {
+		r.dups++
+	} else {
+		r.seen[env.ID] = true
+		if _, ok := r.arrivals[env.Data.Value]; !ok {
+			r.arrivals[env.Data.Value] = now
+		}
+	}
+	w.WriteHeader(status)
+}
+
+// received returns the number of distinct events received so far.
+func (r *Receiver) received() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int64(len(r.seen))
+}
+
+func loadOrCreateCert(dir string) (tls.Certificate, error) {
+	certFile, keyFile := filepath.Join(dir, receiverCert), filepath.Join(dir, receiverKey)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return cert, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "furrow bench receiver"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := writePEM(keyFile, "EC PRIVATE KEY", keyDER); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.LoadX509KeyPair(certFile, keyFile)
+}
+
+func writePEM(path, typ string, der []byte) error {
+	b := pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

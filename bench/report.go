@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Print writes r for people.
+func (r BaselineResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "baseline: %d transactions in %.1fs = %.0f tx/s (reading + outbox row per transaction), %d failed\n",
+		r.Transactions, r.Elapsed.Seconds(), r.TPS, r.Failures)
+	fmt.Fprintf(w, "  latency %s\n", r.Latency)
+}
+
+// Print writes r for people.
+func (r IngestResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "ingest: %d answers in %.1fs = %.0f req/s; 201: %.0f/s\n", r.Requests, r.Elapsed.Seconds(), r.RPS, r.CreatedRPS)
+	fmt.Fprintf(w, "  latency %s\n", r.Latency)
+	fmt.Fprintf(w, "  status %s; no answer: %d\n", statusLine(r.Status), r.Failures)
+	fmt.Fprintf(w, "  stored: %d readings, %d metric.value events for %d created\n", r.Stored, r.Events, r.Created())
+	if r.Memory != nil {
+		fmt.Fprintf(w, "  server memory: rss %s, peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Peak))
+	}
+}
+
+// Check reports a broken guarantee: a 5xx, a request without an answer, or
+// a 201 whose reading or event is not stored.
+func (r IngestResult) Check() error {
+	switch {
+	case r.ServerErrors() > 0:
+		return fmt.Errorf("ingest: %d server errors", r.ServerErrors())
+	case r.Failures > 0:
+		return fmt.Errorf("ingest: %d requests got no answer, last: %s", r.Failures, r.LastFailure)
+	case r.Stored < r.Created() || r.Events < r.Created():
+		return fmt.Errorf("ingest: %d readings created but %d stored with %d events", r.Created(), r.Stored, r.Events)
+	}
+	return nil
+}
+
+// Print writes r for people.
+func (r DeliveryResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "delivery: %d readings accepted; status %s; no answer: %d\n", r.Accepted, statusLine(r.Status), r.Failures)
+	fmt.Fprintf(w, "  POST latency %s\n", r.PostLatency)
+	fmt.Fprintf(w, "  201 -> receiver latency %s\n", r.Latency)
+	fmt.Fprintf(w, "  delivered during load: %d = %.1f/s; delivered in all: %d after %.1fs of drain; missing %d, duplicates %d, rejected %d\n",
+		r.InLoad, r.PerSecond, r.Delivered, r.DrainTime.Seconds(), r.Missing, r.Duplicates, r.Rejected)
+	b := r.Backlog
+	fmt.Fprintf(w, "  backlog (accepted, not yet received): %d at a quarter of the run, %d at the end, max %d; slope %+.2f/s; grew: %v\n",
+		b.StartOutstanding, b.EndOutstanding, b.MaxOutstanding, b.Slope, b.Grew)
+	if len(b.Samples) > 0 {
+		last := b.Samples[len(b.Samples)-1]
+		fmt.Fprintf(w, "  outbox rows not yet dispatched at the end of the load: %d\n", last.Outbox)
+	}
+	if r.Memory != nil {
+		fmt.Fprintf(w, "  server memory: rss %s, peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Peak))
+	}
+}
+
+// Check reports a broken guarantee: a 5xx, a request without an answer, an
+// accepted reading whose event never arrived, or a delivery the receiver
+// could not verify.
+func (r DeliveryResult) Check() error {
+	for code, n := range r.Status {
+		if strings.HasPrefix(code, "5") && n > 0 {
+			return fmt.Errorf("delivery: %d answers with status %s", n, code)
+		}
+	}
+	switch {
+	case r.Failures > 0:
+		return fmt.Errorf("delivery: %d requests got no answer", r.Failures)
+	case r.Missing > 0:
+		return fmt.Errorf("delivery: %d accepted readings were not delivered within the drain time", r.Missing)
+	case r.Rejected > 0:
+		return fmt.Errorf("delivery: the receiver rejected %d deliveries (bad signature or body)", r.Rejected)
+	}
+	return nil
+}
+
+// String formats s in milliseconds.
+func (s Summary) String() string {
+	return fmt.Sprintf("n=%d p50=%.1fms p95=%.1fms p99=%.1fms max=%.1fms", s.Count, ms(s.P50), ms(s.P95), ms(s.P99), ms(s.Max))
+}
+
+func statusLine(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
