@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+)
+
+// devEnv is `furrow dev` with its embedded Temporal on free ports and a
+// one-second retry schedule, trusting a local HTTPS receiver.
+type devEnv struct {
+	f        *furrow
+	db       string
+	temporal string
+	rc       *receiver
+	fx       fixture
+}
+
+func newDevEnv(t *testing.T) *devEnv {
+	t.Helper()
+	db := newDatabase(t)
+	rc := newReceiver(t)
+	temporalAddr := freeAddr(t)
+	f := start(t, "dev", map[string]string{
+		"FURROW_DATABASE_URL":          db,
+		"FURROW_DEV_TEMPORAL_ADDR":     temporalAddr,
+		"FURROW_DEV_UI_ADDR":           freeAddr(t),
+		"FURROW_DEV_DATA_DIR":          t.TempDir(),
+		"FURROW_RETRY_SCHEDULE":        "1s,1s,1s,1s,1s,1s,1s",
+		"FURROW_WEBHOOK_ALLOW_PRIVATE": "true",
+		"FURROW_WEBHOOK_CA_FILE":       rc.CAFile,
+	})
+	return &devEnv{f: f, db: db, temporal: temporalAddr, rc: rc, fx: newFixture(t, f, db)}
+}
+
+// webhookState is the management API's view of a webhook.
+type webhookState struct {
+	ID                  string
+	URL                 string
+	Secret              string
+	Enabled             bool
+	ConsecutiveFailures int `json:"consecutive_failures"`
+}
+
+func (e *devEnv) createWebhook(t *testing.T, body map[string]any) webhookState {
+	t.Helper()
+	r := do(t, nil, "POST", e.f.URL+"/api/farms/"+e.fx.FarmID+"/webhooks", body, bearer(e.fx.Token)...)
+	expect(t, r, 201, "")
+	var w webhookState
+	r.JSON(t, &w)
+	if !strings.HasPrefix(w.Secret, "whsec_") || !w.Enabled {
+		t.Fatalf("new webhook %s", r.Body)
+	}
+	return w
+}
+
+func (e *devEnv) webhook(t *testing.T, id string) webhookState {
+	t.Helper()
+	r := do(t, nil, "GET", e.f.URL+"/api/farms/"+e.fx.FarmID+"/webhooks/"+id, nil, bearer(e.fx.Token)...)
+	expect(t, r, 200, "")
+	var w webhookState
+	r.JSON(t, &w)
+	return w
+}
+
+// postReading stores a reading and returns its timestamp.
+func (e *devEnv) postReading(t *testing.T, value any) string {
+	t.Helper()
+	r := do(t, nil, "POST", e.f.URL+"/api/metric-values", reading(e.fx.DeviceID, value), bearer(e.fx.Key)...)
+	expect(t, r, 201, "")
+	var got struct{ Timestamp string }
+	r.JSON(t, &got)
+	return got.Timestamp
+}
+
+type attemptRow struct {
+	DeliveryID string `json:"delivery_id"`
+	EventID    string `json:"event_id"`
+	Attempt    int
+	StatusCode int `json:"status_code"`
+	Error      string
+}
+
+func (e *devEnv) attempts(t *testing.T, webhookID string) []attemptRow {
+	t.Helper()
+	r := do(t, nil, "GET", e.f.URL+"/api/farms/"+e.fx.FarmID+"/webhooks/"+webhookID+"/attempts?limit=100", nil, bearer(e.fx.Token)...)
+	expect(t, r, 200, "")
+	var rows []attemptRow
+	r.JSON(t, &rows)
+	return rows
+}
+
+func TestDeliveryEndToEnd(t *testing.T) {
+	e := newDevEnv(t)
+	rc := e.rc
+	if out := e.f.Stdout(); !strings.Contains(out, "curl") || !strings.Contains(out, "fdk_") {
+		t.Fatalf("dev did not print the demo curl line:\n%s", out)
+	}
+	hook := e.createWebhook(t, map[string]any{"url": rc.URL()})
+	rc.setSecret(hook.Secret)
+
+	t.Run("a stored reading arrives signed", func(t *testing.T) {
+		ts := e.postReading(t, 21.5)
+		d := rc.next(t, 10*time.Second)
+		if !d.Verified || d.Type != "metric.value" || d.UserAgent != "Furrow-Webhooks/1.0" || !strings.HasPrefix(d.EventID, "evt_") {
+			t.Fatalf("delivery %+v", d)
+		}
+		var data struct {
+			DeviceID  string `json:"device_id"`
+			Value     string
+			Timestamp int64
+		}
+		if err := json.Unmarshal(d.Data, &data); err != nil || data.DeviceID != e.fx.DeviceID || data.Value != "21.5" || fmt.Sprint(data.Timestamp) != ts {
+			t.Fatalf("data %s (%v)", d.Data, err)
+		}
+	})
+
+	t.Run("500 then 200 is retried with a new delivery id", func(t *testing.T) {
+		rc.setAnswer(func(_ string, nth int) int {
+			if nth == 1 {
+				return 500
+			}
+			return 200
+		})
+		e.postReading(t, 1)
+		first, second := rc.next(t, 10*time.Second), rc.next(t, 10*time.Second)
+		if first.EventID != second.EventID || first.Status != 500 || second.Status != 200 || first.DeliveryID == second.DeliveryID || !second.Verified {
+			t.Fatalf("attempts %+v then %+v", first, second)
+		}
+		waitFor(t, 5*time.Second, func() bool {
+			var n int
+			for _, a := range e.attempts(t, hook.ID) {
+				if a.EventID == first.EventID && (a.StatusCode == 500 && a.Attempt == 1 || a.StatusCode == 200 && a.Attempt == 2) {
+					n++
+				}
+			}
+			return n == 2
+		})
+		if w := e.webhook(t, hook.ID); !w.Enabled || w.ConsecutiveFailures != 0 {
+			t.Fatalf("a delivered chain changed the webhook: %+v", w)
+		}
+	})
+
+	t.Run("five rejected chains disable; the API re-enables", func(t *testing.T) {
+		e.failFiveChains(t, hook.ID)
+		r := do(t, nil, "POST", e.f.URL+"/api/farms/"+e.fx.FarmID+"/webhooks/"+hook.ID+"/enable", nil, bearer(e.fx.Token)...)
+		expect(t, r, 200, "")
+		var w webhookState
+		r.JSON(t, &w)
+		if !w.Enabled || w.ConsecutiveFailures != 0 {
+			t.Fatalf("after enable: %s", r.Body)
+		}
+		rc.setAnswer(func(string, int) int { return 204 })
+		e.postReading(t, 3)
+		if d := rc.next(t, 10*time.Second); d.Status != 204 {
+			t.Fatalf("after re-enabling: %+v", d)
+		}
+	})
+
+	t.Run("support re-enables with the reenable signal", func(t *testing.T) {
+		e.failFiveChains(t, hook.ID)
+		tc, err := client.Dial(client.Options{HostPort: e.temporal, Namespace: "default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tc.SignalWorkflow(ctx, "webhook/"+hook.ID, "", "reenable", nil); err != nil {
+			t.Fatalf("signal: %v", err)
+		}
+		waitFor(t, 10*time.Second, func() bool {
+			w := e.webhook(t, hook.ID)
+			return w.Enabled && w.ConsecutiveFailures == 0
+		})
+		// Deliveries are findable by the Furrow search attributes.
+		waitFor(t, 10*time.Second, func() bool {
+			resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Namespace: "default",
+				Query:     fmt.Sprintf("FurrowWebhookId = '%s' AND FurrowEventType = 'metric.value' AND FurrowFarmId = '%s'", hook.ID, e.fx.FarmID),
+			})
+			return err == nil && len(resp.Executions) >= 8
+		})
+	})
+}
+
+// failFiveChains makes the receiver reject everything and posts readings
+// until the webhook is disabled after exactly five failed chains; a sixth
+// event is then recorded as skipped and not sent.
+func (e *devEnv) failFiveChains(t *testing.T, hookID string) {
+	t.Helper()
+	e.rc.setAnswer(func(string, int) int { return 400 })
+	for i := 0; i < 5; i++ {
+		e.postReading(t, 400+i)
+		if d := e.rc.next(t, 10*time.Second); d.Status != 400 {
+			t.Fatalf("chain %d: %+v", i+1, d)
+		}
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		w := e.webhook(t, hookID)
+		return !w.Enabled && w.ConsecutiveFailures == 5
+	})
+	e.postReading(t, 999)
+	e.rc.quiet(t, 2*time.Second)
+	waitFor(t, 5*time.Second, func() bool {
+		rows := e.attempts(t, hookID)
+		return len(rows) > 0 && strings.Contains(rows[0].Error, "skipped")
+	})
+}

@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow/webhook"
+)
+
+// delivery is one request the receiver got.
+type delivery struct {
+	EventID    string
+	Type       string
+	DeliveryID string
+	UserAgent  string
+	Verified   bool
+	Status     int
+	Data       json.RawMessage
+}
+
+// receiver is a local HTTPS webhook endpoint with a self-signed certificate
+// that checks every signature and answers what the test tells it to.
+type receiver struct {
+	srv    *httptest.Server
+	CAFile string
+
+	mu       sync.Mutex
+	secret   string
+	answer   func(eventID string, nth int) int
+	got      []delivery
+	arrivals chan delivery
+}
+
+func newReceiver(t *testing.T) *receiver {
+	t.Helper()
+	rc := &receiver{arrivals: make(chan delivery, 1000), answer: func(string, int) int { return 200 }}
+	rc.srv = httptest.NewTLSServer(http.HandlerFunc(rc.serve))
+	t.Cleanup(rc.srv.Close)
+	rc.CAFile = filepath.Join(t.TempDir(), "receiver-ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.srv.Certificate().Raw})
+	if err := os.WriteFile(rc.CAFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+// URL is the endpoint to register.
+func (rc *receiver) URL() string { return rc.srv.URL + "/hook" }
+
+func (rc *receiver) setSecret(s string) {
+	rc.mu.Lock()
+	rc.secret = s
+	rc.mu.Unlock()
+}
+
+// setAnswer decides the status of each request: nth counts the requests
+// for that event, from 1.
+func (rc *receiver) setAnswer(f func(eventID string, nth int) int) {
+	rc.mu.Lock()
+	rc.answer = f
+	rc.mu.Unlock()
+}
+
+func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var env struct {
+		ID   string
+		Type string
+		Data json.RawMessage
+	}
+	_ = json.Unmarshal(body, &env)
+	rc.mu.Lock()
+	d := delivery{
+		EventID: env.ID, Type: env.Type, Data: env.Data,
+		DeliveryID: r.Header.Get(webhook.DeliveryHeader), UserAgent: r.Header.Get("User-Agent"),
+		Verified: r.Header.Get("Content-Type") == "application/json" &&
+			webhook.Verify(rc.secret, r.Header.Get(webhook.SignatureHeader), body, time.Now()) == nil,
+	}
+	nth := 1
+	for _, g := range rc.got {
+		if g.EventID == d.EventID {
+			nth++
+		}
+	}
+	d.Status = rc.answer(d.EventID, nth)
+	rc.got = append(rc.got, d)
+	rc.mu.Unlock()
+	w.WriteHeader(d.Status)
+	rc.arrivals <- d
+}
+
+// next waits for the next request.
+func (rc *receiver) next(t *testing.T, limit time.Duration) delivery {
+	t.Helper()
+	select {
+	case d := <-rc.arrivals:
+		return d
+	case <-time.After(limit):
+		t.Fatalf("no delivery within %s", limit)
+		return delivery{}
+	}
+}
+
+// quiet fails t if a request arrives within d.
+func (rc *receiver) quiet(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case got := <-rc.arrivals:
+		t.Fatalf("unexpected delivery of %s", got.EventID)
+	case <-time.After(d):
+	}
+}
