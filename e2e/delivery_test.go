@@ -10,7 +10,6 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-
 )
 
 // devEnv is `furrow dev` with its embedded Temporal on free ports and a
