@@ -1,0 +1,187 @@
+package workflows_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/activities"
+	ftemporal "github.com/furrowhq/furrow/temporal"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// runDelivery runs the delivery workflow of f's event against handler, with
+// time skipping, and returns its result.
+func runDelivery(t *testing.T, f *fixture, client *http.Client, schedule []time.Duration) workflows.DeliveryResult {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: client,
+		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter}
+	ftemporal.Register(env, acts)
+	_, in := workflows.DeliveryStart("id", f.webhook.ID, f.event, schedule)
+	env.ExecuteWorkflow(workflows.DeliveryWorkflowName, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow failed: %v", err)
+	}
+	var res workflows.DeliveryResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// endpoint answers the statuses in turn, repeating the last one.
+func endpoint(t *testing.T, statuses ...int) (*httptest.Server, *atomic.Int32) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(hits.Add(1))
+		w.WriteHeader(statuses[min(n, len(statuses))-1])
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+func TestDeliveryFullScheduleAgainstFailingEndpoint(t *testing.T) {
+	srv, hits := endpoint(t, 500)
+	f := newFixture(srv.URL, 0)
+	res := runDelivery(t, f, srv.Client(), nil)
+	if res.Outcome != workflows.Failed || res.Attempts != 8 || hits.Load() != 8 {
+		t.Fatalf("got %+v after %d hits, want failed after 8 attempts", res, hits.Load())
+	}
+	rows := f.store.rows()
+	if len(rows) != 8 {
+		t.Fatalf("got %d attempt rows, want 8", len(rows))
+	}
+	for i, d := range workflows.DefaultSchedule {
+		if rows[i].Attempt != i+1 {
+			t.Errorf("row %d has attempt %d", i, rows[i].Attempt)
+		}
+		if gap := time.Duration(rows[i+1].AtMs-rows[i].AtMs) * time.Millisecond; gap != d {
+			t.Errorf("delay after attempt %d = %s, want %s", i+1, gap, d)
+		}
+	}
+	if rows[7].Attempt != 8 {
+		t.Errorf("last row has attempt %d, want 8", rows[7].Attempt)
+	}
+	assertReports(t, f, true)
+}
+
+func TestDeliveryNotRetried(t *testing.T) {
+	for _, status := range []int{400, 404, 302, 301} {
+		srv, hits := endpoint(t, status)
+		f := newFixture(srv.URL, 0)
+		res := runDelivery(t, f, srv.Client(), nil)
+		if res.Outcome != workflows.Failed || res.Attempts != 1 || hits.Load() != 1 {
+			t.Errorf("status %d: got %+v after %d hits, want failed after 1 attempt", status, res, hits.Load())
+		}
+		assertReports(t, f, true)
+	}
+}
+
+func TestDeliveryRetriedThenDelivered(t *testing.T) {
+	for _, status := range []int{408, 429, 500, 502, 503} {
+		srv, hits := endpoint(t, status, status, 204)
+		f := newFixture(srv.URL, 0)
+		res := runDelivery(t, f, srv.Client(), nil)
+		if res.Outcome != workflows.Delivered || res.Attempts != 3 || res.StatusCode != 204 || hits.Load() != 3 {
+			t.Errorf("status %d: got %+v after %d hits, want delivered on attempt 3", status, res, hits.Load())
+		}
+		// A healthy webhook's workflow is never bothered.
+		if n := len(f.reporter.Reports()); n != 0 {
+			t.Errorf("status %d: %d reports, want none", status, n)
+		}
+	}
+}
+
+func TestDeliverySuccessAfterFailuresIsReported(t *testing.T) {
+	srv, _ := endpoint(t, 200)
+	f := newFixture(srv.URL, 2)
+	if res := runDelivery(t, f, srv.Client(), nil); res.Outcome != workflows.Delivered || res.Attempts != 1 {
+		t.Fatalf("got %+v, want delivered at once", res)
+	}
+	assertReports(t, f, false)
+}
+
+func TestDeliveryTimeoutAndConnectionFailureRetried(t *testing.T) {
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	}))
+	defer hang.Close()
+	defer close(release)
+	f := newFixture(hang.URL, 0)
+	client := &http.Client{Timeout: 50 * time.Millisecond}
+	res := runDelivery(t, f, client, []time.Duration{time.Minute})
+	if res.Outcome != workflows.Failed || res.Attempts != 2 {
+		t.Fatalf("timeout: got %+v, want failed after 2 attempts", res)
+	}
+	if rows := f.store.rows(); rows[0].Error != "timeout after 10s" || rows[0].StatusCode != 0 {
+		t.Errorf("timeout row = %+v", rows[0])
+	}
+
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	f = newFixture(closed.URL, 0)
+	res = runDelivery(t, f, http.DefaultClient, []time.Duration{time.Minute, time.Hour})
+	if res.Outcome != workflows.Failed || res.Attempts != 3 {
+		t.Fatalf("connection failure: got %+v, want failed after 3 attempts", res)
+	}
+	if rows := f.store.rows(); len(rows) != 3 || rows[2].Error == "" {
+		t.Errorf("connection failure rows = %+v", rows)
+	}
+}
+
+func TestDeliverySkippedWhenDisabledMidChain(t *testing.T) {
+	var f *fixture
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 2 {
+			f.store.setEnabled(f.webhook.ID, false)
+		}
+		w.WriteHeader(503)
+	}))
+	defer srv.Close()
+	f = newFixture(srv.URL, 0)
+	res := runDelivery(t, f, srv.Client(), nil)
+	if res.Outcome != workflows.Skipped || res.Attempts != 3 || hits.Load() != 2 {
+		t.Fatalf("got %+v after %d hits, want skipped at attempt 3", res, hits.Load())
+	}
+	rows := f.store.rows()
+	if len(rows) != 3 || rows[2].Error != "skipped: webhook disabled" || rows[2].Attempt != 3 {
+		t.Fatalf("rows = %+v", rows)
+	}
+	if n := len(f.reporter.Reports()); n != 0 {
+		t.Errorf("a skipped chain was reported %d times", n)
+	}
+}
+
+func TestDeliverySkippedWhenDeleted(t *testing.T) {
+	srv, hits := endpoint(t, 200)
+	f := newFixture(srv.URL, 0)
+	delete(f.store.hooks, f.webhook.ID)
+	res := runDelivery(t, f, srv.Client(), nil)
+	if res.Outcome != workflows.Skipped || hits.Load() != 0 {
+		t.Fatalf("got %+v after %d hits, want skipped without a request", res, hits.Load())
+	}
+	if rows := f.store.rows(); len(rows) != 1 || rows[0].Error != "skipped: webhook deleted" {
+		t.Fatalf("rows = %+v", rows)
+	}
+}
+
+func assertReports(t *testing.T, f *fixture, failed bool) {
+	t.Helper()
+	reports := f.reporter.Reports()
+	want := activities.ChainReport{WebhookID: f.webhook.ID, EventID: f.event.ID, Failed: failed}
+	if len(reports) != 1 || reports[0] != want {
+		t.Errorf("reports = %+v, want [%+v]", reports, want)
+	}
+}

@@ -1,0 +1,137 @@
+package workflows_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/activities"
+	ftemporal "github.com/furrowhq/furrow/temporal"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// signal is one signal sent to the webhook workflow: a chain report, or a
+// reenable when reenable is set.
+type signal struct {
+	failed   bool
+	reenable bool
+}
+
+// runWebhook runs the webhook workflow of f, sends signals one minute
+// apart, and returns the environment once the workflow ends (the test
+// environment ends it when nothing is left to do).
+func runWebhook(t *testing.T, f *fixture, in workflows.WebhookInput, signals []signal) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
+	for i, sig := range signals {
+		env.RegisterDelayedCallback(func() {
+			if sig.reenable {
+				env.SignalWorkflow(workflows.SignalReenable, nil)
+				return
+			}
+			env.SignalWorkflow(workflows.SignalChain, activities.ChainReport{WebhookID: f.webhook.ID, Failed: sig.failed})
+		}, time.Duration(i+1)*time.Minute)
+	}
+	env.ExecuteWorkflow(workflows.WebhookWorkflowName, in)
+	return env
+}
+
+func failed(n int) []signal {
+	s := make([]signal, n)
+	for i := range s {
+		s[i].failed = true
+	}
+	return s
+}
+
+func TestWebhookDisablesAfterFiveFailedChains(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, failed(5))
+	w := f.store.hooks[f.webhook.ID]
+	if w.Enabled || w.ConsecutiveFailures != 5 {
+		t.Fatalf("webhook = enabled %v failures %d, want disabled at 5", w.Enabled, w.ConsecutiveFailures)
+	}
+	writes := f.store.Writes()
+	if len(writes) != 5 || !writes[3].Enabled || writes[4].Enabled {
+		t.Fatalf("writes = %+v, want 4 enabled then one disabling", writes)
+	}
+}
+
+func TestWebhookSuccessRestartsCount(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	sigs := append(failed(4), signal{failed: false})
+	sigs = append(sigs, failed(4)...)
+	runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, sigs)
+	if w := f.store.hooks[f.webhook.ID]; !w.Enabled || w.ConsecutiveFailures != 4 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled at 4", w.Enabled, w.ConsecutiveFailures)
+	}
+}
+
+func TestWebhookReenableResets(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	sigs := append(failed(5), signal{reenable: true}, signal{failed: true})
+	runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, sigs)
+	writes := f.store.Writes()
+	if len(writes) != 7 {
+		t.Fatalf("writes = %+v, want 7", writes)
+	}
+	if w := writes[5]; !w.Enabled || w.Failures != 0 {
+		t.Errorf("reenable wrote %+v, want enabled with 0 failures", w)
+	}
+	if w := writes[6]; !w.Enabled || w.Failures != 1 {
+		t.Errorf("next failure wrote %+v, want enabled with 1 failure", w)
+	}
+}
+
+func TestWebhookStartsFromStoredState(t *testing.T) {
+	f := newFixture("https://example.com", 4)
+	runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, failed(1))
+	if w := f.store.hooks[f.webhook.ID]; w.Enabled || w.ConsecutiveFailures != 5 {
+		t.Fatalf("webhook = enabled %v failures %d, want disabled at 5", w.Enabled, w.ConsecutiveFailures)
+	}
+}
+
+func TestWebhookEndsWhenDeleted(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	delete(f.store.hooks, f.webhook.ID)
+	env := runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, nil)
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("completed %v err %v, want a clean end", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+}
+
+func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
+	// All signals arrive together, so the run must drain what is pending
+	// after its bound before continuing as new.
+	env.RegisterDelayedCallback(func() {
+		for range 498 {
+			env.SignalWorkflow(workflows.SignalChain, activities.ChainReport{WebhookID: f.webhook.ID})
+		}
+		for range 3 {
+			env.SignalWorkflow(workflows.SignalChain, activities.ChainReport{WebhookID: f.webhook.ID, Failed: true})
+		}
+	}, time.Minute)
+	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: f.webhook.ID})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("err = %v, want continue-as-new", err)
+	}
+	var next workflows.WebhookInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.State == nil || next.State.Failures != 3 || !next.State.Enabled || next.WebhookID != f.webhook.ID {
+		t.Fatalf("continued with %+v (state %+v), want 3 failures carried", next, next.State)
+	}
+}
