@@ -11,8 +11,8 @@ import (
 )
 
 // skippedNamespace derives the delivery id of a skipped record from the
-// webhook and event, so that dispatching an event again rewrites the same
-// record instead of adding one.
+// webhook and event, so that dispatching an event again collides with the
+// first record (ECONFLICT, ignored) instead of adding one.
 var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
 
 // DispatchOnce claims one batch and dispatches it. full reports that the
