@@ -46,6 +46,9 @@ type ChainReporter interface {
 type Activities struct {
 	Webhooks furrow.WebhookService
 	Events   furrow.EventService
+	// Devices and Retention serve the device sweep and the retention job.
+	Devices   furrow.DeviceService
+	Retention furrow.Retention
 	// HTTP sends deliveries. It should refuse private addresses (see
 	// package safehttp); redirects are never followed whatever its policy.
 	HTTP     *http.Client

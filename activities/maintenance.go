@@ -1,0 +1,62 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SweepDevicesInput says which devices count as offline and how many to
+// mark in one call.
+type SweepDevicesInput struct {
+	OfflineAfter time.Duration
+	Batch        int
+}
+
+// SweepDevicesResult tells how many devices were marked offline; More is
+// true when the batch was full, so more may be waiting.
+type SweepDevicesResult struct {
+	Marked int
+	More   bool
+}
+
+// SweepDevices marks up to in.Batch silent devices offline and stores one
+// device.offline event for each; the dispatcher's sweep delivers them.
+func (a *Activities) SweepDevices(ctx context.Context, in SweepDevicesInput) (SweepDevicesResult, error) {
+	events, err := a.Devices.MarkOffline(ctx, in.OfflineAfter, in.Batch)
+	if err != nil {
+		return SweepDevicesResult{}, fmt.Errorf("mark devices offline: %w", err)
+	}
+	if len(events) > 0 {
+		a.logger().InfoContext(ctx, "devices marked offline", "count", len(events))
+	}
+	return SweepDevicesResult{Marked: len(events), More: len(events) == in.Batch}, nil
+}
+
+// PruneInput says how long delivery attempts and dispatched events are kept.
+type PruneInput struct {
+	Keep time.Duration
+}
+
+// PruneResult counts what was removed.
+type PruneResult struct {
+	Attempts int64
+	Events   int64
+}
+
+// Prune removes delivery attempts and dispatched outbox events older than
+// in.Keep. Attempts go by whole day partitions, events in bounded batches,
+// so the cost does not grow with the tables.
+func (a *Activities) Prune(ctx context.Context, in PruneInput) (PruneResult, error) {
+	before := a.Clock.Now().Add(-in.Keep)
+	var r PruneResult
+	var err error
+	if r.Attempts, err = a.Webhooks.PruneAttempts(ctx, before); err != nil {
+		return r, fmt.Errorf("prune attempts: %w", err)
+	}
+	if r.Events, err = a.Retention.PruneEvents(ctx, before); err != nil {
+		return r, fmt.Errorf("prune events: %w", err)
+	}
+	a.logger().InfoContext(ctx, "retention pruned", "attempts", r.Attempts, "events", r.Events, "before", before)
+	return r, nil
+}
