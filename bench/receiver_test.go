@@ -1,0 +1,69 @@
+package bench
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow/webhook"
+)
+
+func TestReceiverVerifiesAndRecords(t *testing.T) {
+	dir := t.TempDir()
+	rcv, err := StartReceiver(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	rcv.SetSecret("whsec_test")
+	pem, err := os.ReadFile(rcv.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		t.Fatal("receiver.pem holds no certificate")
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	post := func(secret string, body []byte) int {
+		req, _ := http.NewRequest("POST", rcv.URL, bytes.NewReader(body))
+		req.Header.Set(webhook.SignatureHeader, webhook.Sign(secret, time.Now(), body))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	body := []byte(`{"id":"evt_1","type":"metric.value","data":{"value":"42"}}`)
+	if got := post("whsec_test", body); got != http.StatusNoContent {
+		t.Fatalf("signed delivery answered %d", got)
+	}
+	if got := post("whsec_test", body); got != http.StatusNoContent {
+		t.Fatalf("repeated delivery answered %d", got)
+	}
+	if got := post("whsec_wrong", body); got < 400 {
+		t.Fatalf("badly signed delivery answered %d", got)
+	}
+	if got := post("whsec_test", []byte(`not json`)); got != http.StatusBadRequest {
+		t.Fatalf("malformed body answered %d", got)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if _, ok := rcv.arrivals["42"]; !ok || len(rcv.seen) != 1 || rcv.dups != 1 || rcv.rejected != 2 {
+		t.Errorf("arrivals %v, seen %d, dups %d, rejected %d", rcv.arrivals, len(rcv.seen), rcv.dups, rcv.rejected)
+	}
+	// A second receiver reuses the certificate the first one made.
+	again, err := StartReceiver(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+	if pem2, _ := os.ReadFile(again.CAFile); !bytes.Equal(pem, pem2) {
+		t.Error("certificate was not reused")
+	}
+}

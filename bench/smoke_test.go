@@ -1,0 +1,157 @@
+package bench_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/furrowhq/furrow/internal/testenv"
+)
+
+// The smoke tests run each `furrow bench` tool for a few seconds against
+// real PostgreSQL, Redis and furrow processes, and check that it produced
+// figures and that no guarantee broke. They assert no timings.
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// furrowBinary builds cmd/furrow once per test run.
+func furrowBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "furrow-bench-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "furrow")
+		out, err := exec.Command("go", "build", "-o", binary, "../cmd/furrow").CombinedOutput()
+		if err != nil {
+			buildErr = &buildError{out: out, err: err}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build furrow: %v", buildErr)
+	}
+	return binary
+}
+
+type buildError struct {
+	out []byte
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+
+// runBench runs `furrow bench args... --json` and decodes its output into v.
+func runBench(t *testing.T, v any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(furrowBinary(t), append(append([]string{"bench"}, args...), "--json")...)
+	cmd.Env = append(os.Environ(),
+		"FURROW_DATABASE_URL="+testenv.PostgresURL(t), "FURROW_REDIS_URL="+testenv.RedisURL(t))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("furrow bench %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), v); err != nil {
+		t.Fatalf("furrow bench %v printed %q: %v", args, stdout.String(), err)
+	}
+}
+
+type summary struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P99   float64 `json:"p99_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+func (s summary) check(t *testing.T, what string, n int64) {
+	t.Helper()
+	if int64(s.Count) != n || s.P50 <= 0 || s.P99 < s.P50 || s.Max < s.P99 {
+		t.Errorf("%s latency %+v for %d requests", what, s, n)
+	}
+}
+
+func TestSmokeBaseline(t *testing.T) {
+	var r struct {
+		Transactions int64   `json:"transactions"`
+		Failures     int64   `json:"failures"`
+		TPS          float64 `json:"tps"`
+		Latency      summary `json:"latency"`
+	}
+	runBench(t, &r, "baseline", "--duration", "2s", "--concurrency", "4")
+	if r.Transactions == 0 || r.TPS <= 0 || r.Failures != 0 {
+		t.Fatalf("baseline %+v", r)
+	}
+	r.Latency.check(t, "baseline", r.Transactions)
+}
+
+func TestSmokeIngest(t *testing.T) {
+	var r struct {
+		Baseline struct {
+			TPS float64 `json:"tps"`
+		} `json:"baseline"`
+		Ingest struct {
+			Requests int64            `json:"requests"`
+			Status   map[string]int64 `json:"status"`
+			Stored   int64            `json:"stored"`
+			Events   int64            `json:"events"`
+			Latency  summary          `json:"latency"`
+			Memory   struct {
+				RSS int64 `json:"rss_bytes"`
+			} `json:"memory"`
+			Started string `json:"started_server"`
+		} `json:"ingest"`
+		Ratio float64 `json:"ratio"`
+	}
+	runBench(t, &r, "ingest", "--duration", "2s", "--devices", "20", "--concurrency", "4")
+	in := r.Ingest
+	created := in.Status["201"]
+	if created == 0 || created != in.Requests {
+		t.Fatalf("status counts %v of %d requests; want only 201s", in.Status, in.Requests)
+	}
+	if in.Stored != created || in.Events != created {
+		t.Errorf("%d created, %d readings and %d events stored", created, in.Stored, in.Events)
+	}
+	in.Latency.check(t, "ingest", in.Requests)
+	if r.Baseline.TPS <= 0 || r.Ratio <= 0 {
+		t.Errorf("baseline %v tx/s, ratio %v", r.Baseline.TPS, r.Ratio)
+	}
+	if in.Started != "furrow serve" || in.Memory.RSS <= 0 {
+		t.Errorf("server %q, memory %d", in.Started, in.Memory.RSS)
+	}
+}
+
+func TestSmokeDelivery(t *testing.T) {
+	var r struct {
+		Accepted  int64            `json:"accepted"`
+		Status    map[string]int64 `json:"status"`
+		Latency   summary          `json:"delivery_latency"`
+		Delivered int64            `json:"delivered"`
+		Missing   int64            `json:"missing"`
+		Rejected  int64            `json:"rejected"`
+		PerSecond float64          `json:"deliveries_per_second"`
+		Backlog   struct {
+			Samples []json.RawMessage `json:"samples"`
+		} `json:"backlog"`
+	}
+	runBench(t, &r, "delivery", "--rate", "10", "--duration", "3s", "--drain", "60s")
+	if r.Accepted == 0 || r.Status["201"] != r.Accepted {
+		t.Fatalf("accepted %d, status %v", r.Accepted, r.Status)
+	}
+	if r.Missing != 0 || r.Rejected != 0 || r.Delivered != r.Accepted {
+		t.Errorf("accepted %d, delivered %d, missing %d, rejected %d", r.Accepted, r.Delivered, r.Missing, r.Rejected)
+	}
+	r.Latency.check(t, "delivery", r.Accepted)
+	if len(r.Backlog.Samples) == 0 {
+		t.Error("no backlog samples")
+	}
+}

@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestSummarizeNearestRank(t *testing.T) {
+	ds := make([]time.Duration, 0, 100)
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	s := Summarize(ds)
+	want := Summary{Count: 100, P50: 50 * time.Millisecond, P95: 95 * time.Millisecond, P99: 99 * time.Millisecond, Max: 100 * time.Millisecond}
+	if s != want {
+		t.Fatalf("Summarize = %+v, want %+v", s, want)
+	}
+	if one := Summarize([]time.Duration{7}); one.P50 != 7 || one.P99 != 7 || one.Max != 7 {
+		t.Errorf("one sample: %+v", one)
+	}
+	if empty := Summarize(nil); empty != (Summary{}) {
+		t.Errorf("no samples: %+v", empty)
+	}
+}
+
+func TestAnalyseBacklog(t *testing.T) {
+	steady, growing := make([]Sample, 0, 20), make([]Sample, 0, 20)
+	for i := 1; i <= 20; i++ {
+		steady = append(steady, Sample{AtSeconds: float64(i), Outstanding: int64(5 + i%2)})
+		growing = append(growing, Sample{AtSeconds: float64(i), Outstanding: int64(10 * i)})
+	}
+	if b := analyse(steady, 20*time.Second, 50); b.Grew || b.MaxOutstanding != 6 {
+		t.Errorf("steady backlog judged %+v", b)
+	}
+	b := analyse(growing, 20*time.Second, 50)
+	if !b.Grew || b.Slope < 9.9 || b.Slope > 10.1 || b.StartOutstanding != 50 || b.EndOutstanding != 200 {
+		t.Errorf("growing backlog judged %+v", b)
+	}
+}
+
+func TestReadMemoryOfSelf(t *testing.T) {
+	m, err := ReadMemory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS <= 0 || m.Peak < m.RSS {
+		t.Errorf("memory %+v", m)
+	}
+	if _, err := ReadMemory(-1); err == nil {
+		t.Error("no error for a missing process")
+	}
+}
+
+func TestTailKeepsTheEnd(t *testing.T) {
+	tl := &tail{max: 5}
+	_, _ = tl.Write([]byte("abc"))
+	_, _ = tl.Write([]byte("defg"))
+	if got := tl.String(); got != "cdefg" {
+		t.Errorf("tail = %q", got)
+	}
+}
+
+func TestPaceRateStopsAtEnd(t *testing.T) {
+	p := newPace(time.Second, 10)
+	p.end = p.start // The run is already over.
+	if _, ok := p.next(t.Context()); ok {
+		t.Error("a rated pace handed out a request after its end")
+	}
+	full := newPace(time.Hour, 0)
+	for want := range int64(3) {
+		if i, ok := full.next(t.Context()); !ok || i != want {
+			t.Fatalf("next = %d, %v; want %d", i, ok, want)
+		}
+	}
+}
