@@ -1,0 +1,182 @@
+package workflows_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/internal/testenv"
+	pgstore "github.com/furrowhq/furrow/store"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// fakeNow is a settable clock shared by the store and the activities.
+type fakeNow struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeNow) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *fakeNow) Add(d time.Duration) {
+	f.mu.Lock()
+	f.t = f.t.Add(d)
+	f.mu.Unlock()
+}
+
+func maintenanceStore(t *testing.T) (*pgstore.DB, *fakeNow) {
+	t.Helper()
+	url := testenv.NewDatabase(t, testenv.Migrator{Digest: pgstore.MigrationsDigest(), Migrate: pgstore.Migrate})
+	clock := &fakeNow{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	db, err := pgstore.Open(context.Background(), url, pgstore.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db, clock
+}
+
+func runSweep(t *testing.T, db *pgstore.DB, clock furrow.Clock, offlineAfter time.Duration) int {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivity(&activities.Activities{Devices: db, Clock: clock})
+	env.ExecuteWorkflow(workflows.SweepDevices, workflows.SweepDevicesInput{OfflineAfter: offlineAfter})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("sweep: %v", env.GetWorkflowError())
+	}
+	var r workflows.SweepDevicesResult
+	if err := env.GetWorkflowResult(&r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Marked
+}
+
+func TestDeviceReportingStates(t *testing.T) {
+	ctx := context.Background()
+	db, clock := maintenanceStore(t)
+	th := furrow.Thresholds{StaleAfter: 30 * time.Minute, OfflineAfter: 2 * time.Hour}
+	user, _, err := db.CreateUser(ctx, "owner@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	farm, err := db.CreateFarm(ctx, user.ID, "farm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, _, err := db.CreateDevice(ctx, farm.ID, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() string {
+		t.Helper()
+		ds, err := db.Devices(ctx, farm.ID)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("devices: %v %v", ds, err)
+		}
+		return ds[0].Status(clock.Now(), th)
+	}
+	post := func() {
+		t.Helper()
+		if _, _, err := db.CreateReading(ctx, furrow.Reading{DeviceID: dev.ID, FarmID: farm.ID, MetricID: 220, Value: "30"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offlineEvents := func() []furrow.Event {
+		t.Helper()
+		es, err := db.Events(ctx, furrow.EventFilter{FarmID: farm.ID, Type: furrow.EventDeviceOffline, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+
+	if s := status(); s != furrow.DeviceNever {
+		t.Fatalf("before any reading: %s", s)
+	}
+	post()
+	lastSeen := clock.Now().UnixMilli()
+	if s := status(); s != furrow.DeviceReporting {
+		t.Fatalf("after a reading: %s", s)
+	}
+	clock.Add(31 * time.Minute)
+	if s := status(); s != furrow.DeviceStale {
+		t.Fatalf("after 31 min: %s", s)
+	}
+	if n := runSweep(t, db, clock, th.OfflineAfter); n != 0 {
+		t.Fatalf("a stale device was marked offline (%d)", n)
+	}
+	clock.Add(90 * time.Minute)
+	if n := runSweep(t, db, clock, th.OfflineAfter); n != 1 {
+		t.Fatalf("first sweep past the threshold marked %d", n)
+	}
+	if n := runSweep(t, db, clock, th.OfflineAfter); n != 0 {
+		t.Fatalf("second sweep marked %d again", n)
+	}
+	if s := status(); s != furrow.DeviceOffline {
+		t.Fatalf("after the sweep: %s", s)
+	}
+	es := offlineEvents()
+	if len(es) != 1 {
+		t.Fatalf("%d device.offline events, want 1", len(es))
+	}
+	var data furrow.DeviceOfflineData
+	if err := json.Unmarshal(es[0].Data, &data); err != nil || data.DeviceID != dev.ID || data.LastSeenMs != lastSeen || data.OfflineAfterMs != th.OfflineAfter.Milliseconds() {
+		t.Fatalf("event data %s (%v)", es[0].Data, err)
+	}
+
+	post()
+	if s := status(); s != furrow.DeviceReporting {
+		t.Fatalf("after a new reading: %s", s)
+	}
+	clock.Add(2*time.Hour + time.Minute)
+	if n := runSweep(t, db, clock, th.OfflineAfter); n != 1 {
+		t.Fatalf("second episode marked %d", n)
+	}
+	if n := len(offlineEvents()); n != 2 {
+		t.Fatalf("%d device.offline events after two episodes, want 2", n)
+	}
+}
+
+func TestRetentionRemovesOldAttemptsKeepsNew(t *testing.T) {
+	ctx := context.Background()
+	db, clock := maintenanceStore(t)
+	user, _, _ := db.CreateUser(ctx, "o@example.com")
+	farm, err := db.CreateFarm(ctx, user.ID, "farm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, err := db.CreateWebhook(ctx, furrow.Webhook{ID: uuid.New(), FarmID: farm.ID, URL: "https://example.com/h", Secret: "whsec_x", Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := clock.Now().Add(-40 * 24 * time.Hour).UnixMilli()
+	recent := clock.Now().Add(-2 * 24 * time.Hour).UnixMilli()
+	for _, at := range []int64{old, old + 1000, recent} {
+		a := furrow.Attempt{WebhookID: hook.ID, EventID: furrow.NewEventID(), Attempt: 1, StatusCode: 200, AtMs: at}
+		if err := db.AddAttempt(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivity(&activities.Activities{Webhooks: db, Retention: db, Clock: clock})
+	env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: workflows.RetentionPeriod})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var r workflows.RetentionResult
+	if err := env.GetWorkflowResult(&r); err != nil || r.Attempts != 2 {
+		t.Fatalf("removed %d attempts (%v), want 2", r.Attempts, err)
+	}
+	left, err := db.Attempts(ctx, hook.ID, 100)
+	if err != nil || len(left) != 1 || left[0].AtMs != recent {
+		t.Fatalf("left %+v (%v)", left, err)
+	}
+}

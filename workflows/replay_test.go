@@ -1,0 +1,133 @@
+package workflows_test
+
+import (
+	"context"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/temporaltest"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/activities"
+	ftemporal "github.com/furrowhq/furrow/temporal"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+var update = flag.Bool("update", false, "regenerate testdata histories against an in-process Temporal")
+
+// Histories replayed by TestReplay; regenerate with go test -run TestReplay -update.
+var histories = []string{"delivery_rejected.json", "delivery_retried.json", "webhook.json"}
+
+// TestReplay replays recorded histories so that a non-deterministic change
+// of a workflow fails here before it fails running workflows.
+func TestReplay(t *testing.T) {
+	if *update {
+		record(t)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(workflows.Delivery, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.Webhook, workflow.RegisterOptions{Name: workflows.WebhookWorkflowName})
+	for _, name := range histories {
+		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// record runs a rejected delivery (reported as a failed chain), a delivery
+// that succeeds on its second attempt (reported as a success after a
+// failure), and the webhook workflow they signal, and writes their
+// histories.
+func record(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	sa := map[string]enumspb.IndexedValueType{}
+	for _, n := range workflows.SearchAttributeNames {
+		sa[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		SearchAttributes: sa, Namespace: ts.GetDefaultNamespace()}); err != nil {
+		t.Fatal(err)
+	}
+	statuses := []int{400, 500, 200}
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(statuses[min(hits, len(statuses)-1)])
+		hits++
+	}))
+	defer srv.Close()
+	f := newFixture(srv.URL, 0)
+	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{}}
+	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	run(ctx, t, c, workflows.DeliveryWorkflowID(f.webhook.ID, f.event.ID), f, "delivery_rejected.json")
+	waitFor(t, func() bool { return len(f.store.Writes()) == 1 })
+	f.store.mu.Lock()
+	f.webhook = f.store.hooks[f.webhook.ID]
+	f.store.mu.Unlock()
+	run(ctx, t, c, workflows.RedeliveryWorkflowID(f.webhook.ID, f.event.ID, "1"), f, "delivery_retried.json")
+	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
+	export(ctx, t, c, workflows.WebhookWorkflowID(f.webhook.ID), "webhook.json")
+}
+
+func run(ctx context.Context, t *testing.T, c client.Client, id string, f *fixture, file string) {
+	opts, in := workflows.DeliveryStart(id, f.webhook.ID, f.event, []time.Duration{time.Second})
+	wr, err := c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.DeliveryResult
+	if err := wr.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %+v", id, res)
+	export(ctx, t, c, id, file)
+}
+
+func export(ctx context.Context, t *testing.T, c client.Client, id, file string) {
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", file), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
