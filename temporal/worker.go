@@ -34,6 +34,8 @@ func NewWorker(c client.Client, acts *activities.Activities, opts WorkerOptions)
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Delivery, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.Webhook, workflow.RegisterOptions{Name: workflows.WebhookWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.SweepDevices, workflow.RegisterOptions{Name: workflows.SweepDevicesWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.Retention, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
 	r.RegisterActivity(acts)
 }
 

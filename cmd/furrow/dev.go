@@ -50,7 +50,7 @@ func runDev(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer)
 		s.close()
 		return err
 	}
-	return serveAll(ctx, s, w)
+	return serveAll(ctx, s, tc, w)
 }
 
 func startDevTemporal(ctx context.Context, cfg Config, log *slog.Logger) (*devserver.Server, error) {

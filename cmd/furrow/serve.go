@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
@@ -72,12 +71,26 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+	if err := startWorker(ctx, cfg, tc, w); err != nil {
+		return err
 	}
 	log.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace)
 	<-ctx.Done()
 	w.Stop()
+	return nil
+}
+
+// startWorker starts w and makes sure the maintenance schedules exist with
+// the configured settings.
+func startWorker(ctx context.Context, cfg Config, tc client.Client, w worker.Worker) error {
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{SweepEvery: cfg.DeviceSweepEvery, OfflineAfter: cfg.DeviceOfflineAfter})
+	if err != nil {
+		w.Stop()
+		return err
+	}
 	return nil
 }
 
@@ -88,19 +101,18 @@ func newWorker(cfg Config, log *slog.Logger, tc client.Client, db *store.DB) (wo
 		return nil, fmt.Errorf("webhook HTTP client: %w", err)
 	}
 	acts := &activities.Activities{
-		Webhooks: db, Events: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
+		Webhooks: db, Events: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
 		Reporter: newControl(tc, cfg.RetrySchedule),
 	}
 	return temporal.NewWorker(tc, acts, temporal.WorkerOptions{}), nil
 }
 
 // serveAll runs s and the worker w until ctx ends (furrow dev).
-func serveAll(ctx context.Context, s *server, w worker.Worker) error {
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+func serveAll(ctx context.Context, s *server, tc client.Client, w worker.Worker) error {
+	if err := startWorker(ctx, s.cfg, tc, w); err != nil {
+		s.close()
+		return err
 	}
 	defer w.Stop()
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.run(gctx) })
-	return g.Wait()
+	return s.run(ctx)
 }
