@@ -22,12 +22,12 @@ type devEnv struct {
 	fx       fixture
 }
 
-func newDevEnv(t *testing.T) *devEnv {
+func newDevEnv(t *testing.T, extra ...string) *devEnv {
 	t.Helper()
 	db := newDatabase(t)
 	rc := newReceiver(t)
 	temporalAddr := freeAddr(t)
-	f := start(t, "dev", map[string]string{
+	env := map[string]string{
 		"FURROW_DATABASE_URL":          db,
 		"FURROW_DEV_TEMPORAL_ADDR":     temporalAddr,
 		"FURROW_DEV_UI_ADDR":           freeAddr(t),
@@ -35,7 +35,11 @@ func newDevEnv(t *testing.T) *devEnv {
 		"FURROW_RETRY_SCHEDULE":        "1s,1s,1s,1s,1s,1s,1s",
 		"FURROW_WEBHOOK_ALLOW_PRIVATE": "true",
 		"FURROW_WEBHOOK_CA_FILE":       rc.CAFile,
-	})
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	f := start(t, "dev", env)
 	return &devEnv{f: f, db: db, temporal: temporalAddr, rc: rc, fx: newFixture(t, f, db)}
 }
 
