@@ -151,8 +151,9 @@ func TestDeliveryEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("five rejected chains disable; the API re-enables", func(t *testing.T) {
-		e.failFiveChains(t, hook.ID)
+	t.Run("five rejected chains disable; the API re-enables; skipped events are redelivered", func(t *testing.T) {
+		since := time.Now().UnixMilli()
+		skipped := e.failFiveChains(t, hook.ID)
 		r := do(t, nil, "POST", e.f.URL+"/api/farms/"+e.fx.FarmID+"/webhooks/"+hook.ID+"/enable", nil, bearer(e.fx.Token)...)
 		expect(t, r, 200, "")
 		var w webhookState
@@ -164,6 +165,20 @@ func TestDeliveryEndToEnd(t *testing.T) {
 		e.postReading(t, 3)
 		if d := rc.next(t, 10*time.Second); d.Status != 204 {
 			t.Fatalf("after re-enabling: %+v", d)
+		}
+		r = do(t, nil, "POST", e.f.URL+"/api/farms/"+e.fx.FarmID+"/webhooks/"+hook.ID+"/redeliver", map[string]any{"since_ms": since}, bearer(e.fx.Token)...)
+		expect(t, r, 202, "")
+		var n struct{ Count int }
+		r.JSON(t, &n)
+		if n.Count != 7 { // five rejected, one skipped, one delivered
+			t.Fatalf("redelivered %d events, want 7", n.Count)
+		}
+		got := map[string]bool{}
+		for i := 0; i < n.Count; i++ {
+			got[rc.next(t, 10*time.Second).EventID] = true
+		}
+		if !got[skipped] || len(got) != 7 {
+			t.Fatalf("redelivery reached %v, want 7 events including the skipped %s", got, skipped)
 		}
 	})
 
@@ -197,7 +212,7 @@ func TestDeliveryEndToEnd(t *testing.T) {
 // failFiveChains makes the receiver reject everything and posts readings
 // until the webhook is disabled after exactly five failed chains; a sixth
 // event is then recorded as skipped and not sent.
-func (e *devEnv) failFiveChains(t *testing.T, hookID string) {
+func (e *devEnv) failFiveChains(t *testing.T, hookID string) (skippedEvent string) {
 	t.Helper()
 	e.rc.setAnswer(func(string, int) int { return 400 })
 	for i := 0; i < 5; i++ {
@@ -214,6 +229,10 @@ func (e *devEnv) failFiveChains(t *testing.T, hookID string) {
 	e.rc.quiet(t, 2*time.Second)
 	waitFor(t, 5*time.Second, func() bool {
 		rows := e.attempts(t, hookID)
-		return len(rows) > 0 && strings.Contains(rows[0].Error, "skipped")
+		if len(rows) > 0 && strings.Contains(rows[0].Error, "skipped") {
+			skippedEvent = rows[0].EventID
+		}
+		return skippedEvent != ""
 	})
+	return skippedEvent
 }
