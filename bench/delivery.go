@@ -50,6 +50,9 @@ type DeliveryResult struct {
 	Backlog       Backlog          `json:"backlog"`
 	Memory        *Memory          `json:"memory,omitempty"`
 	StartedServer string           `json:"started_server,omitempty"`
+	// ServerCPU is the CPU seconds the server used from the start of the
+	// load until the drain ended (when its pid is known).
+	ServerCPU float64 `json:"server_cpu_s,omitempty"`
 }
 
 // Delivery subscribes a verifying HTTPS receiver to a fresh farm, posts
@@ -84,6 +87,7 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 		}
 		defer stop()
 	}
+	log.Info("server under test", "url", target.url, "pid", target.pid, "started", target.started)
 	fl, err := newFleet(ctx, target.databaseURL, target.url, cfg.Devices)
 	if err != nil {
 		return DeliveryResult{}, err
@@ -146,6 +150,7 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	)
 	hc := loadClient(cfg.Concurrency)
 	defer hc.CloseIdleConnections()
+	cpu := startCPU(t.pid)
 	p := newPace(cfg.Duration, cfg.Rate)
 	s := startSampler(ctx, t.databaseURL, fl.farm, p.start, func() int64 { return count.Load() - rcv.received() })
 	tl := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, tl *tally) {
@@ -170,7 +175,7 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	samples := s.stop()
 	drained := waitDrained(ctx, rcv, count.Load(), cfg.Drain)
 
-	r := DeliveryResult{Accepted: count.Load(), Status: map[string]int64{}, Failures: tl.failures, DrainTime: drained}
+	r := DeliveryResult{Accepted: count.Load(), Status: map[string]int64{}, Failures: tl.failures, DrainTime: drained, ServerCPU: cpu.stop()}
 	for code, n := range tl.status {
 		r.Status[strconv.Itoa(code)] = n
 	}

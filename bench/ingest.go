@@ -50,6 +50,9 @@ type IngestResult struct {
 	Events        int64   `json:"events"`
 	Memory        *Memory `json:"memory,omitempty"`
 	StartedServer string  `json:"started_server,omitempty"`
+	// ServerCPU is the CPU seconds the server used during the load (when
+	// its pid is known): per request, a figure a busy machine barely moves.
+	ServerCPU float64 `json:"server_cpu_s,omitempty"`
 }
 
 // Created returns the number of 201 answers.
@@ -87,6 +90,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 		}
 		defer stop()
 	}
+	log.Info("server under test", "url", t.url, "pid", t.pid, "started", t.started)
 	r, err := ingest(ctx, cfg, t, log)
 	r.StartedServer = t.started
 	return r, err
@@ -99,6 +103,7 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 	}
 	log.Info("fleet ready", "farm", fleet.farm, "devices", len(fleet.devices))
 	hc := loadClient(cfg.Concurrency)
+	cpu := startCPU(tg.pid)
 	p := newPace(cfg.Duration, cfg.Rate)
 	t := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, t *tally) {
 		d := fleet.devices[i%int64(len(fleet.devices))]
@@ -114,7 +119,7 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 	})
 	elapsed := time.Since(p.start)
 	hc.CloseIdleConnections()
-	r := IngestResult{Elapsed: elapsed, Status: map[string]int64{}, Failures: t.failures}
+	r := IngestResult{Elapsed: elapsed, Status: map[string]int64{}, Failures: t.failures, ServerCPU: cpu.stop()}
 	for code, n := range t.status {
 		r.Status[strconv.Itoa(code)] = n
 		r.Requests += n

@@ -162,3 +162,55 @@ func (t *tail) String() string {
 	defer t.mu.Unlock()
 	return string(t.buf)
 }
+
+// clockTick is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
+// 100 on every Linux architecture Go supports).
+const clockTick = 10 * time.Millisecond
+
+// ReadCPU returns the CPU time (user and system) pid has used so far, from
+// /proc (Linux only).
+func ReadCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read CPU time of pid %d: %w", pid, err)
+	}
+	// The command name may hold spaces; fields are counted after its ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	fields := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(fields) < 13 {
+		return 0, fmt.Errorf("read CPU time of pid %d: unexpected /proc format", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("read CPU time of pid %d: unexpected /proc format", pid)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// cpuMeter measures the CPU time a process uses between start and stop; it
+// does nothing for pid 0.
+type cpuMeter struct {
+	pid   int
+	begin time.Duration
+}
+
+func startCPU(pid int) *cpuMeter {
+	m := &cpuMeter{pid: pid}
+	if pid > 0 {
+		m.begin, _ = ReadCPU(pid)
+	}
+	return m
+}
+
+// stop returns the CPU seconds used since start, or 0 if unknown.
+func (m *cpuMeter) stop() float64 {
+	if m.pid <= 0 {
+		return 0
+	}
+	end, err := ReadCPU(m.pid)
+	if err != nil {
+		return 0
+	}
+	return (end - m.begin).Seconds()
+}

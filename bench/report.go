@@ -21,6 +21,9 @@ func (r IngestResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "  latency %s\n", r.Latency)
 	fmt.Fprintf(w, "  status %s; no answer: %d\n", statusLine(r.Status), r.Failures)
 	fmt.Fprintf(w, "  stored: %d readings, %d metric.value events for %d created\n", r.Stored, r.Events, r.Created())
+	if r.ServerCPU > 0 && r.Requests > 0 {
+		fmt.Fprintf(w, "  server CPU: %.1fs = %.2f ms per request\n", r.ServerCPU, 1000*r.ServerCPU/float64(r.Requests))
+	}
 	if r.Memory != nil {
 		fmt.Fprintf(w, "  server memory: rss %s, peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Peak))
 	}
@@ -53,6 +56,9 @@ func (r DeliveryResult) Print(w io.Writer) {
 	if len(b.Samples) > 0 {
 		last := b.Samples[len(b.Samples)-1]
 		fmt.Fprintf(w, "  outbox rows not yet dispatched at the end of the load: %d\n", last.Outbox)
+	}
+	if r.ServerCPU > 0 && r.Delivered > 0 {
+		fmt.Fprintf(w, "  server CPU: %.1fs = %.2f ms per reading delivered\n", r.ServerCPU, 1000*r.ServerCPU/float64(r.Delivered))
 	}
 	if r.Memory != nil {
 		fmt.Fprintf(w, "  server memory: rss %s, peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Peak))

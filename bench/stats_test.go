@@ -74,3 +74,24 @@ func TestPaceRateStopsAtEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestReadCPUOfSelf(t *testing.T) {
+	before, err := ReadCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for n := 0; time.Now().Before(deadline); n++ {
+		_ = n * n // Burn CPU so that the counter moves.
+	}
+	after, err := ReadCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Errorf("CPU time did not grow: %v then %v", before, after)
+	}
+	if _, err := ReadCPU(-1); err == nil {
+		t.Error("no error for a missing process")
+	}
+}
