@@ -125,9 +125,9 @@ func (s *Server) UIURL() string { return s.uiURL }
 // result.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		// Services shutting down warn about each other's closed connections;
-		// only errors are worth showing from here on.
-		s.logLevel.Set(slog.LevelError)
+		// Services shutting down warn and err about each other's closed
+		// connections and cancelled contexts; Stop's result says what matters.
+		s.logLevel.Set(slog.LevelError + 1)
 		if s.ui != nil {
 			s.ui.Stop()
 		}
