@@ -105,13 +105,15 @@ func FreeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// Memory is the resident memory of a process, in bytes.
+// Memory is the resident memory of a process, in bytes. Anon is the part
+// not backed by files: the heap and stacks, without the binary's pages.
 type Memory struct {
 	RSS  int64 `json:"rss_bytes"`
 	Peak int64 `json:"peak_rss_bytes"`
+	Anon int64 `json:"anon_rss_bytes"`
 }
 
-// ReadMemory reads VmRSS and VmHWM of pid from /proc (Linux only).
+// ReadMemory reads VmRSS, VmHWM and RssAnon of pid from /proc (Linux only).
 func ReadMemory(pid int) (Memory, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -135,6 +137,8 @@ func ReadMemory(pid int) (Memory, error) {
 			m.RSS = kb << 10
 		case "VmHWM":
 			m.Peak = kb << 10
+		case "RssAnon":
+			m.Anon = kb << 10
 		}
 	}
 	return m, sc.Err()

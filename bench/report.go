@@ -25,7 +25,7 @@ func (r IngestResult) Print(w io.Writer) {
 		fmt.Fprintf(w, "  server CPU: %.1fs = %.2f ms per request\n", r.ServerCPU, 1000*r.ServerCPU/float64(r.Requests))
 	}
 	if r.Memory != nil {
-		fmt.Fprintf(w, "  server memory: rss %s, peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Peak))
+		fmt.Fprintf(w, "  server memory: rss %s (anonymous %s), peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Anon), mib(r.Memory.Peak))
 	}
 }
 
@@ -61,7 +61,7 @@ func (r DeliveryResult) Print(w io.Writer) {
 		fmt.Fprintf(w, "  server CPU: %.1fs = %.2f ms per reading delivered\n", r.ServerCPU, 1000*r.ServerCPU/float64(r.Delivered))
 	}
 	if r.Memory != nil {
-		fmt.Fprintf(w, "  server memory: rss %s, peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Peak))
+		fmt.Fprintf(w, "  server memory: rss %s (anonymous %s), peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Anon), mib(r.Memory.Peak))
 	}
 }
 

@@ -44,7 +44,7 @@ func TestReadMemoryOfSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.RSS <= 0 || m.Peak < m.RSS {
+	if m.RSS <= 0 || m.Peak < m.RSS || m.Anon <= 0 || m.Anon > m.RSS {
 		t.Errorf("memory %+v", m)
 	}
 	if _, err := ReadMemory(-1); err == nil {
