@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/furrowhq/furrow/internal/testenv"
 )
 
 // chromiumPath is where Debian's package chromium installs the browser.
@@ -225,4 +227,40 @@ func TestLivePageInBrowser(t *testing.T) {
 		}
 		t.Logf("screenshot of the page: %s (kept with go test -artifacts)", path)
 	})
+}
+
+func TestLivePageAcrossInstances(t *testing.T) {
+	chromium := requireChromium(t)
+	db := newDatabase(t)
+	env := newTemporal(t).env()
+	env["FURROW_DATABASE_URL"] = db
+	env["FURROW_REDIS_URL"] = testenv.RedisURL(t)
+	a := start(t, "serve", env)
+	b := start(t, "serve", env)
+	fx := newFixture(t, a, db)
+	other, otherKey := newDevice(t, a, fx)
+	ctx := newBrowser(t, chromium)
+	browse(t, ctx, 15*time.Second, chromedp.Navigate(b.URL+"/live"), chromedp.WaitVisible(chromedp.ID("chart")))
+	topic := "farms/" + fx.FarmID + "/readings"
+	connectPage(t, ctx, fx.Token, topic)
+	waitUntil(t, ctx, 10*time.Second, `document.getElementById("status").textContent === "live: `+topic+`"`, pageState)
+
+	// Readings posted to A draw on a page served by B, one line per device.
+	for i, v := range []float64{18.5, 19.25, 21, 20.75} {
+		if i%2 == 0 {
+			postTo(t, a, fx.Key, fx.DeviceID, 220, v)
+		} else {
+			postTo(t, a, otherKey, other, 220, v)
+		}
+	}
+	waitUntil(t, ctx, 10*time.Second, `document.getElementById("chart").dataset.points === "4"`, pageState)
+	rows := evaluate[string](t, ctx, rowsText)
+	for _, want := range []string{fx.DeviceID, other, "18.5", "19.25", "20.75"} {
+		if !strings.Contains(rows, want) {
+			t.Errorf("readings list on B lacks %q:\n%s", want, rows)
+		}
+	}
+	if n := evaluate[int](t, ctx, inkedPixels); n < 100 {
+		t.Fatalf("chart on B has only %d inked pixels after four readings", n)
+	}
 }
