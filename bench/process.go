@@ -35,7 +35,9 @@ func StartFurrow(ctx context.Context, binary string, args, env []string, wait ti
 	p := &Process{URL: "http://" + addr, exited: make(chan struct{}), logs: &tail{max: 16 << 10}}
 	p.cmd = exec.Command(binary, args...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FURROW_") {
+		// The server under test gets only the settings the tool chooses,
+		// and the profiling listener if one is asked for.
+		if !strings.HasPrefix(kv, "FURROW_") || strings.HasPrefix(kv, "FURROW_PPROF_ADDR=") {
 			p.cmd.Env = append(p.cmd.Env, kv)
 		}
 	}

@@ -26,6 +26,7 @@ type Config struct {
 	DevDataDir          string
 	DevTemporalAddr     string
 	DevUIAddr           string
+	PprofAddr           string
 }
 
 // Defaults of DESIGN.md's configuration table.
@@ -50,6 +51,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DevDataDir:        or(getenv("FURROW_DEV_DATA_DIR"), ".furrow"),
 		DevTemporalAddr:   or(getenv("FURROW_DEV_TEMPORAL_ADDR"), "127.0.0.1:7233"),
 		DevUIAddr:         or(getenv("FURROW_DEV_UI_ADDR"), "127.0.0.1:8233"),
+		PprofAddr:         getenv("FURROW_PPROF_ADDR"),
 	}
 	var err error
 	if c.TrustedProxies, err = parsePrefixes(or(getenv("FURROW_TRUSTED_PROXIES"), defaultProxies)); err != nil {

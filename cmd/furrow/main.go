@@ -59,6 +59,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if args[0] == "dev" || args[0] == "serve" || args[0] == "worker" {
+		startPprof(cfg.PprofAddr, logger)
+	}
 	switch args[0] {
 	case "dev":
 		return runDev(ctx, cfg, logger, stdout)
