@@ -7,13 +7,9 @@ import (
 	"log/slog"
 	"strings"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/temporal"
-	"github.com/furrowhq/furrow/temporal/devserver"
-	"github.com/furrowhq/furrow/workflows"
 )
 
 // runDev runs everything in one process: migrations, an embedded Temporal
@@ -25,12 +21,12 @@ func runDev(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer)
 	}
 	uiURL := ""
 	if cfg.TemporalAddress == "" {
-		srv, err := startDevTemporal(ctx, cfg, log)
+		addr, ui, stop, err := startDevTemporal(ctx, cfg, log)
 		if err != nil {
 			return err
 		}
-		defer srv.Stop()
-		cfg.TemporalAddress, uiURL = srv.FrontendAddr(), srv.UIURL()
+		defer stop()
+		cfg.TemporalAddress, uiURL = addr, ui
 	}
 	tc, err := temporal.Dial(ctx, temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log})
 	if err != nil {
@@ -51,26 +47,6 @@ func runDev(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer)
 		return err
 	}
 	return serveAll(ctx, s, tc, w)
-}
-
-func startDevTemporal(ctx context.Context, cfg Config, log *slog.Logger) (*devserver.Server, error) {
-	attrs := map[string]enumspb.IndexedValueType{}
-	for _, n := range workflows.SearchAttributeNames {
-		attrs[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	srv, err := devserver.Start(ctx, devserver.Options{
-		FrontendAddr:     cfg.DevTemporalAddr,
-		UIAddr:           cfg.DevUIAddr,
-		Namespace:        cfg.TemporalNamespace,
-		DataDir:          cfg.DevDataDir,
-		SearchAttributes: attrs,
-		Logger:           log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded Temporal: %w", err)
-	}
-	log.Info("embedded Temporal started", "frontend", srv.FrontendAddr(), "ui", srv.UIURL(), "data", cfg.DevDataDir)
-	return srv, nil
 }
 
 // demoSeeder is what seeding needs of the store.

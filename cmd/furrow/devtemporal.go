@@ -1,0 +1,37 @@
+//go:build !nodev
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/furrowhq/furrow/temporal/devserver"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// startDevTemporal starts the embedded Temporal of `furrow dev` with
+// Furrow's search attributes registered, and returns its frontend address,
+// its UI's URL and how to stop it.
+func startDevTemporal(ctx context.Context, cfg Config, log *slog.Logger) (addr, uiURL string, stop func(), err error) {
+	attrs := map[string]enumspb.IndexedValueType{}
+	for _, n := range workflows.SearchAttributeNames {
+		attrs[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	srv, err := devserver.Start(ctx, devserver.Options{
+		FrontendAddr:     cfg.DevTemporalAddr,
+		UIAddr:           cfg.DevUIAddr,
+		Namespace:        cfg.TemporalNamespace,
+		DataDir:          cfg.DevDataDir,
+		SearchAttributes: attrs,
+		Logger:           log,
+	})
+	if err != nil {
+		return "", "", nil, fmt.Errorf("embedded Temporal: %w", err)
+	}
+	log.Info("embedded Temporal started", "frontend", srv.FrontendAddr(), "ui", srv.UIURL(), "data", cfg.DevDataDir)
+	return srv.FrontendAddr(), srv.UIURL(), func() { _ = srv.Stop() }, nil
+}
