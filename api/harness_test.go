@@ -14,28 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/api/ratelimit"
-	"github.com/google/uuid"
+	"github.com/furrowhq/furrow/internal/testclock"
 )
-
-// testClock is a furrow.Clock moved by hand.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // syncBuffer collects log output from concurrent handlers.
 type syncBuffer struct {
@@ -64,7 +48,7 @@ const (
 // harness is an API over fakes with one farm and its people and devices.
 type harness struct {
 	t       *testing.T
-	clock   *testClock
+	clock   *testclock.Clock
 	store   *fakeStore
 	logs    *syncBuffer
 	cfg     Config
@@ -80,7 +64,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	clock := &testClock{now: time.UnixMilli(1_700_000_000_000)}
+	clock := testclock.New(time.UnixMilli(1_700_000_000_000))
 	store := newFakeStore(clock)
 	h := &harness{t: t, clock: clock, store: store, logs: &syncBuffer{}}
 	ctx := context.Background()

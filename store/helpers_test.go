@@ -3,39 +3,21 @@ package store_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 )
 
 var migrator = testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate}
 
-// fakeClock is a settable furrow.Clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // newDB opens a store on a fresh migrated database.

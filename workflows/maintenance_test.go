@@ -3,7 +3,6 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,28 +11,16 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/internal/testenv"
 	pgstore "github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/workflows"
 )
 
-// fakeNow is a settable clock shared by the store and the activities.
-type fakeNow struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeNow) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
-func (f *fakeNow) Add(d time.Duration) {
-	f.mu.Lock()
-	f.t = f.t.Add(d)
-	f.mu.Unlock()
-}
-
-func maintenanceStore(t *testing.T) (*pgstore.DB, *fakeNow) {
+func maintenanceStore(t *testing.T) (*pgstore.DB, *testclock.Clock) {
 	t.Helper()
 	url := testenv.NewDatabase(t, testenv.Migrator{Digest: pgstore.MigrationsDigest(), Migrate: pgstore.Migrate})
-	clock := &fakeNow{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	db, err := pgstore.Open(context.Background(), url, pgstore.Options{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -105,14 +92,14 @@ func TestDeviceReportingStates(t *testing.T) {
 	if s := status(); s != furrow.DeviceReporting {
 		t.Fatalf("after a reading: %s", s)
 	}
-	clock.Add(31 * time.Minute)
+	clock.Advance(31 * time.Minute)
 	if s := status(); s != furrow.DeviceStale {
 		t.Fatalf("after 31 min: %s", s)
 	}
 	if n := runSweep(t, db, clock, th.OfflineAfter); n != 0 {
 		t.Fatalf("a stale device was marked offline (%d)", n)
 	}
-	clock.Add(90 * time.Minute)
+	clock.Advance(90 * time.Minute)
 	if n := runSweep(t, db, clock, th.OfflineAfter); n != 1 {
 		t.Fatalf("first sweep past the threshold marked %d", n)
 	}
@@ -135,7 +122,7 @@ func TestDeviceReportingStates(t *testing.T) {
 	if s := status(); s != furrow.DeviceReporting {
 		t.Fatalf("after a new reading: %s", s)
 	}
-	clock.Add(2*time.Hour + time.Minute)
+	clock.Advance(2*time.Hour + time.Minute)
 	if n := runSweep(t, db, clock, th.OfflineAfter); n != 1 {
 		t.Fatalf("second episode marked %d", n)
 	}

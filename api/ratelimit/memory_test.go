@@ -2,31 +2,14 @@ package ratelimit
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/furrowhq/furrow/internal/testclock"
 )
 
-// fakeClock is a furrow.Clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestMemoryRejects121st(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	m := NewMemory(SpecLimit, SpecWindow, clock)
 	ctx := context.Background()
 	for i := range SpecLimit {
@@ -50,7 +33,7 @@ func TestMemoryRejects121st(t *testing.T) {
 }
 
 func TestMemorySlotFreesWhenOldestAgesOut(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	m := NewMemory(3, time.Minute, clock)
 	ctx := context.Background()
 	for range 3 {
@@ -75,7 +58,7 @@ func TestMemorySlotFreesWhenOldestAgesOut(t *testing.T) {
 }
 
 func TestMemoryRejectedDoNotCount(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	m := NewMemory(2, time.Minute, clock)
 	ctx := context.Background()
 	m.Allow(ctx, "k")
@@ -96,7 +79,7 @@ func TestMemoryRejectedDoNotCount(t *testing.T) {
 }
 
 func TestMemoryEvictsIdleKeys(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	m := NewMemory(5, time.Minute, clock)
 	ctx := context.Background()
 	for _, k := range []string{"a", "b", "c"} {

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/furrowhq/furrow/internal/testclock"
+	"github.com/furrowhq/furrow/internal/testenv"
 )
 
 // newRedis returns a spec-sized limiter under a prefix no other test uses.
@@ -129,7 +131,7 @@ func TestFailOpenAllowsAndCounts(t *testing.T) {
 }
 
 func TestFailOpenPassesDecisions(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	f := FailOpen(NewMemory(1, time.Minute, clock), nil)
 	f.Allow(context.Background(), "k")
 	if d, _ := f.Allow(context.Background(), "k"); d.Allowed || d.RetryAfter != time.Minute {
