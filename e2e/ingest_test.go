@@ -21,7 +21,7 @@ import (
 type ingestEnv struct {
 	f       *furrow
 	db      string
-	proxy   *tcpProxy
+	proxy   *testenv.Proxy
 	fx      fixture
 	trusted *http.Client // connects from 127.0.0.2
 }
@@ -33,7 +33,7 @@ func newIngestEnv(t *testing.T) *ingestEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newTCPProxy(t, u.Host)
+	proxy := testenv.NewProxy(t, u.Host)
 	u.Host = proxy.Addr
 	tmp := newTemporal(t)
 	env := tmp.env()

@@ -1,4 +1,4 @@
-package e2e
+package testenv
 
 import (
 	"io"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// tcpProxy forwards a loopback port to a target and can cut every
-// connection, so a test can make PostgreSQL unreachable for one process
-// without stopping the server other tests share.
-type tcpProxy struct {
+// Proxy forwards a loopback port to a target and can cut every
+// connection, so a test can make a server (PostgreSQL, say) unreachable for
+// one client without stopping the server other tests share.
+type Proxy struct {
 	Addr   string
 	target string
 	ln     net.Listener
@@ -20,19 +20,20 @@ type tcpProxy struct {
 	conns []net.Conn
 }
 
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
+// NewProxy starts a proxy to target, closed when t ends.
+func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{Addr: ln.Addr().String(), target: target, ln: ln}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln}
 	t.Cleanup(func() { ln.Close(); p.Cut() })
 	go p.serve()
 	return p
 }
 
-func (p *tcpProxy) serve() {
+func (p *Proxy) serve() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -58,7 +59,7 @@ func (p *tcpProxy) serve() {
 }
 
 // Cut closes every connection and refuses new ones until Restore.
-func (p *tcpProxy) Cut() {
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = true
@@ -69,7 +70,7 @@ func (p *tcpProxy) Cut() {
 }
 
 // Restore accepts connections again.
-func (p *tcpProxy) Restore() {
+func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.down = false
 	p.mu.Unlock()
