@@ -73,6 +73,14 @@ func (f *furrow) Logs() string {
 // logs are shown if t failed.
 func start(t *testing.T, command string, env map[string]string) *furrow {
 	t.Helper()
+	f := launch(t, command, env)
+	f.waitHealthy(60 * time.Second)
+	return f
+}
+
+// launch runs `furrow <command>` like start, without waiting for it.
+func launch(t *testing.T, command string, env map[string]string) *furrow {
+	t.Helper()
 	addr := freeAddr(t)
 	f := &furrow{t: t, URL: "http://" + addr, exited: make(chan struct{})}
 	f.env = append(os.Environ(), "FURROW_HTTP_ADDR="+addr)
@@ -104,7 +112,6 @@ func start(t *testing.T, command string, env map[string]string) *furrow {
 			t.Logf("furrow %s stdout:\n%s\nlogs:\n%s", command, f.Stdout(), f.Logs())
 		}
 	})
-	f.waitHealthy(60 * time.Second)
 	return f
 }
 

@@ -1,0 +1,35 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow/internal/testenv"
+)
+
+// TestServeAndWorkerSplit runs the production split, `furrow serve` and
+// `furrow worker` as separate processes against one PostgreSQL, one Redis
+// and one Temporal, and checks a reading is delivered end to end.
+func TestServeAndWorkerSplit(t *testing.T) {
+	db := newDatabase(t)
+	tmp := newTemporal(t)
+	rc := newReceiver(t)
+	env := tmp.env()
+	env["FURROW_DATABASE_URL"] = db
+	env["FURROW_REDIS_URL"] = testenv.RedisURL(t)
+	env["FURROW_WEBHOOK_ALLOW_PRIVATE"] = "true"
+	env["FURROW_WEBHOOK_CA_FILE"] = rc.CAFile
+	api := start(t, "serve", env)
+	worker := launch(t, "worker", env)
+	waitFor(t, 60*time.Second, func() bool { return strings.Contains(worker.Logs(), "worker started") })
+
+	e := &devEnv{f: api, db: db, rc: rc, fx: newFixture(t, api, db)}
+	hook := e.createWebhook(t, map[string]any{"url": rc.URL()})
+	rc.setSecret(hook.Secret)
+	e.postReading(t, 12.5)
+	d := rc.next(t, 20*time.Second)
+	if !d.Verified || d.Type != "metric.value" || d.Status != 200 {
+		t.Fatalf("delivery through the split: %+v", d)
+	}
+}
