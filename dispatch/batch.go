@@ -3,8 +3,10 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/workflows"
@@ -59,14 +61,27 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, farmID uuid.UUID, events 
 	if err != nil {
 		return nil, fmt.Errorf("webhooks of farm %s: %w", farmID, err)
 	}
-	var done []string
+	// Starts run side by side: each is a round trip to Temporal, and
+	// deliveries carry no order (receivers sort on occurred_at_ms).
+	var (
+		mu   sync.Mutex
+		done []string
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(d.cfg.Parallel)
 	for _, e := range events {
-		if err := d.dispatchEvent(ctx, hooks, e); err != nil {
-			return done, err
-		}
-		done = append(done, e.ID)
+		g.Go(func() error {
+			if err := d.dispatchEvent(gctx, hooks, e); err != nil {
+				return err
+			}
+			mu.Lock()
+			done = append(done, e.ID)
+			mu.Unlock()
+			return nil
+		})
 	}
-	return done, nil
+	err = g.Wait()
+	return done, err
 }
 
 func (d *Dispatcher) dispatchEvent(ctx context.Context, hooks []furrow.Webhook, e furrow.Event) error {

@@ -20,6 +20,7 @@ type Config struct {
 	Batch      int             // events per claim [100]
 	MaxBackoff time.Duration   // longest wait after a failure [1m]
 	Schedule   []time.Duration // retry schedule of deliveries [workflows.DefaultSchedule]
+	Parallel   int             // workflow starts in flight at once [16]
 }
 
 // Starter starts workflows; *client.Client satisfies it.
@@ -56,6 +57,9 @@ func New(cfg Config, deps Deps) *Dispatcher {
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 100
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 16
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = time.Minute

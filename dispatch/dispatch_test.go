@@ -48,6 +48,7 @@ func (o *outbox) MarkDispatched(_ context.Context, ids []string) error {
 // hooks is an in-memory furrow.WebhookService counting farm lookups.
 type hooks struct {
 	furrow.WebhookService
+	mu       sync.Mutex
 	byFarm   map[uuid.UUID][]furrow.Webhook
 	lookups  int
 	attempts map[uuid.UUID]furrow.Attempt
@@ -59,6 +60,8 @@ func (h *hooks) Webhooks(_ context.Context, farmID uuid.UUID) ([]furrow.Webhook,
 }
 
 func (h *hooks) AddAttempt(_ context.Context, a furrow.Attempt) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if _, ok := h.attempts[a.DeliveryID]; ok {
 		return furrow.Errorf(furrow.ECONFLICT, "duplicate attempt")
 	}
@@ -68,12 +71,15 @@ func (h *hooks) AddAttempt(_ context.Context, a furrow.Attempt) error {
 
 // starter records starts and acts like Temporal on duplicate IDs.
 type starter struct {
+	mu      sync.Mutex
 	started map[string]client.StartWorkflowOptions
 	inputs  map[string]workflows.DeliveryInput
 	err     error
 }
 
 func (s *starter) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.err != nil {
 		return nil, s.err
 	}

@@ -18,8 +18,9 @@ import (
 )
 
 const (
-	clusterName = "active"
-	storeName   = "sqlite-default"
+	clusterName         = "active"
+	storeName           = "sqlite-default"
+	visibilityStoreName = "sqlite-visibility"
 )
 
 // serverOptions assembles the in-process server: all services in one
@@ -53,9 +54,12 @@ func serverConfig(r *resolved) *config.Config {
 	c.Global.Membership.BroadcastAddress = r.ip
 	c.Persistence = config.Persistence{
 		DefaultStore:     storeName,
-		VisibilityStore:  storeName,
+		VisibilityStore:  visibilityStoreName,
 		NumHistoryShards: 1,
-		DataStores:       map[string]config.DataStore{storeName: {SQL: r.sql}},
+		DataStores: map[string]config.DataStore{
+			storeName:           {SQL: r.sql},
+			visibilityStoreName: {SQL: r.visSQL},
+		},
 	}
 	c.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10,

@@ -31,6 +31,12 @@ const (
 // dbFileName is the SQLite file kept inside Options.DataDir.
 const dbFileName = "temporal.db"
 
+// visibilityFileName keeps the visibility records (the workflow lists of
+// the UI) in a second SQLite file: SQLite has one writer per file, and the
+// plugin one connection per database, so a file of their own lets them be
+// written beside, not between, the history writes.
+const visibilityFileName = "visibility.db"
+
 // Options configures Start. The zero value is valid: an in-memory server on
 // the default addresses with the UI on.
 type Options struct {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/server/common/config"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -22,14 +23,17 @@ import (
 // Namespaces cannot be created through the API before the server runs its
 // system workflows, so they are written straight into the database.
 func prepareDatabase(r *resolved) error {
-	if r.dbFile != "" {
-		fresh, err := isNewFile(r.dbFile)
+	for file, cfg := range map[string]*config.SQL{r.dbFile: r.sql, r.visFile: r.visSQL} {
+		if file == "" {
+			continue
+		}
+		fresh, err := isNewFile(file)
 		if err != nil {
 			return err
 		}
 		if fresh {
-			if err := sqliteschema.SetupSchema(r.sql); err != nil {
-				return fmt.Errorf("devserver: set up SQLite schema in %s: %w", r.dbFile, err)
+			if err := sqliteschema.SetupSchema(cfg); err != nil {
+				return fmt.Errorf("devserver: set up SQLite schema in %s: %w", file, err)
 			}
 		}
 	}

@@ -28,7 +28,9 @@ type resolved struct {
 	disableUI        bool
 	namespace        string
 	dbFile           string // "" = in memory
+	visFile          string // visibility records, beside dbFile
 	sql              *config.SQL
+	visSQL           *config.SQL
 	retention        time.Duration
 	searchAttributes map[string]enums.IndexedValueType
 	logger           *slog.Logger // filtered to level
@@ -69,8 +71,13 @@ func resolve(opts Options) (*resolved, error) {
 			return nil, fmt.Errorf("devserver: create data dir: %w", err)
 		}
 		r.dbFile = filepath.Join(opts.DataDir, dbFileName)
+		r.visFile = filepath.Join(opts.DataDir, visibilityFileName)
 	}
 	r.sql = sqlConfig(r.dbFile)
+	r.visSQL = r.sql
+	if r.visFile != "" {
+		r.visSQL = sqlConfig(r.visFile)
+	}
 	return r, nil
 }
 
