@@ -18,20 +18,31 @@ type Options struct {
 	Logger    *slog.Logger
 }
 
-// Dial connects to Temporal and checks the connection. It returns an error
-// when the frontend cannot be reached.
-func Dial(ctx context.Context, o Options) (client.Client, error) {
+// ClientOptions returns the SDK options for o, logging through o.Logger.
+func ClientOptions(o Options) client.Options {
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	c, err := client.DialContext(ctx, client.Options{
+	return client.Options{
 		HostPort:  o.Address,
 		Namespace: o.Namespace,
 		Logger:    tlog.NewStructuredLogger(logger.With("component", "temporal")),
-	})
+	}
+}
+
+// Dial connects to Temporal and checks the connection. It returns an error
+// when the frontend cannot be reached.
+func Dial(ctx context.Context, o Options) (client.Client, error) {
+	c, err := client.DialContext(ctx, ClientOptions(o))
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal at %s: %w", o.Address, err)
 	}
 	return c, nil
+}
+
+// DialLazy returns a client that connects on first use, so that a process
+// can start, and keep work in its outbox, while Temporal is down.
+func DialLazy(o Options) (client.Client, error) {
+	return client.NewLazyClient(ClientOptions(o))
 }

@@ -28,7 +28,7 @@ func runDev(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer)
 		defer stop()
 		cfg.TemporalAddress, uiURL = addr, ui
 	}
-	tc, err := temporal.Dial(ctx, temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log})
+	tc, err := temporal.Dial(ctx, temporalOptions(cfg, log))
 	if err != nil {
 		return err
 	}

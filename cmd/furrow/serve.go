@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/furrowhq/furrow"
@@ -32,7 +31,7 @@ func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
 	}
-	tc, err := client.NewLazyClient(temporalClientOptions(cfg, log))
+	tc, err := temporal.DialLazy(temporalOptions(cfg, log))
 	if err != nil {
 		return err
 	}
@@ -44,12 +43,9 @@ func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return s.run(ctx)
 }
 
-func temporalClientOptions(cfg Config, log *slog.Logger) client.Options {
-	return client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal")),
-	}
+// temporalOptions says which Temporal the configuration names.
+func temporalOptions(cfg Config, log *slog.Logger) temporal.Options {
+	return temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log}
 }
 
 // runWorker runs the Temporal worker of the delivery engine.
@@ -57,7 +53,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
 	}
-	tc, err := temporal.Dial(ctx, temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log})
+	tc, err := temporal.Dial(ctx, temporalOptions(cfg, log))
 	if err != nil {
 		return err
 	}
