@@ -9,13 +9,7 @@ import (
 // createDevice claims a device on the farm: 201 {id,name,api_key}, the key
 // shown only here.
 func (s *server) createDevice(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Name string `json:"name"`
-	}
-	if err := s.decodeBody(w, r, &in); err != nil {
-		return err
-	}
-	name, err := checkName(in.Name)
+	name, err := s.decodeName(w, r)
 	if err != nil {
 		return err
 	}

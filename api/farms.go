@@ -13,13 +13,7 @@ const maxNameBytes = 200
 
 // createFarm creates a farm owned by the caller: 201 {id,name}.
 func (s *server) createFarm(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Name string `json:"name"`
-	}
-	if err := s.decodeBody(w, r, &in); err != nil {
-		return err
-	}
-	name, err := checkName(in.Name)
+	name, err := s.decodeName(w, r)
 	if err != nil {
 		return err
 	}
@@ -61,6 +55,17 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
 }
 
 // checkName trims a name and requires 1..maxNameBytes of valid UTF-8.
+// decodeName reads a body {name} and returns the checked name.
+func (s *server) decodeName(w http.ResponseWriter, r *http.Request) (string, error) {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := s.decodeBody(w, r, &in); err != nil {
+		return "", err
+	}
+	return checkName(in.Name)
+}
+
 func checkName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
