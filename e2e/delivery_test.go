@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
@@ -122,6 +125,50 @@ func TestDeliveryEndToEnd(t *testing.T) {
 		}
 		if err := json.Unmarshal(d.Data, &data); err != nil || data.DeviceID != e.fx.DeviceID || data.Value != "21.5" || fmt.Sprint(data.Timestamp) != ts {
 			t.Fatalf("data %s (%v)", d.Data, err)
+		}
+	})
+
+	t.Run("resetting a delivery workflow delivers again", func(t *testing.T) {
+		tc, err := client.Dial(client.Options{HostPort: e.temporal, Namespace: "default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		rc.mu.Lock()
+		first := rc.got[0]
+		rc.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		id := "delivery/" + hook.ID + "/" + first.EventID
+		// The receiver answers before the workflow records the attempt.
+		if err := tc.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+			t.Fatalf("delivery workflow: %v", err)
+		}
+		// The operator's "reset to the first workflow task" in the UI.
+		var firstTask int64
+		iter := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() && firstTask == 0 {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				firstTask = ev.GetEventId()
+			}
+		}
+		_, err = tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+			Namespace:                 "default",
+			WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id},
+			Reason:                    "operator replay",
+			WorkflowTaskFinishEventId: firstTask,
+			RequestId:                 uuid.NewString(),
+		})
+		if err != nil {
+			t.Fatalf("reset: %v", err)
+		}
+		d := rc.next(t, 10*time.Second)
+		if d.EventID != first.EventID || d.DeliveryID == first.DeliveryID || !d.Verified {
+			t.Fatalf("after reset got %+v, want %s again with a new delivery id", d, first.EventID)
 		}
 	})
 
