@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,16 @@ type conn struct {
 	failed atomic.Bool
 	// topics is owned by the reader goroutine until it ends.
 	topics map[Topic]struct{}
+	// recent holds the last data messages sent, so that a reading matching
+	// several of the connection's topics is sent once.
+	mu     sync.Mutex
+	recent [recentMessages]string
+	next   int
 }
+
+// recentMessages bounds the duplicate check: a reading's topics are
+// published one right after the other.
+const recentMessages = 16
 
 type closeReason struct {
 	code   websocket.StatusCode
@@ -62,14 +72,36 @@ func newConn(s *Server, ws *websocket.Conn, user uuid.UUID) *conn {
 	}
 }
 
-// Send queues a message without blocking; a full buffer means the client
-// is too slow, and it is disconnected rather than slowing anyone else.
+// Send queues a data message without blocking, once even when it matches
+// several of the connection's topics.
 func (c *conn) Send(msg []byte) {
+	if !c.seen(msg) {
+		c.queue(msg)
+	}
+}
+
+// queue hands msg to the writer, or disconnects a client too slow to take it.
+func (c *conn) queue(msg []byte) {
 	select {
 	case c.send <- msg:
 	default:
 		c.fail(websocket.StatusPolicyViolation, "send buffer full: client too slow")
 	}
+}
+
+// seen reports whether msg was among the recent data messages, and
+// remembers it.
+func (c *conn) seen(msg []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.recent {
+		if r == string(msg) {
+			return true
+		}
+	}
+	c.recent[c.next] = string(msg)
+	c.next = (c.next + 1) % recentMessages
+	return false
 }
 
 // fail asks the writer to close the connection; the first request wins.
@@ -211,6 +243,6 @@ func (c *conn) replyError(topic string, err error) {
 func (c *conn) reply(m serverMessage) {
 	b, err := json.Marshal(m)
 	if err == nil {
-		c.Send(b)
+		c.queue(b)
 	}
 }

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"strconv"
 	"sync"
 )
 
@@ -45,33 +44,11 @@ func (h *hub) remove(topic string, s Sink) bool {
 	return false
 }
 
-// deliver sends a reading's JSON, with the topic added, to every sink of
-// the topic.
+// deliver sends a reading's JSON to every sink of the topic.
 func (h *hub) deliver(topic string, reading []byte) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	sinks := h.topics[topic]
-	if len(sinks) == 0 {
-		return
+	for s := range h.topics[topic] {
+		s.Send(reading)
 	}
-	msg := withTopic(reading, topic)
-	for s := range sinks {
-		s.Send(msg)
-	}
-}
-
-// withTopic adds a "topic" member to a JSON object, so that a client
-// subscribed to several topics can tell which one a message came from.
-func withTopic(obj []byte, topic string) []byte {
-	if len(obj) < 2 || obj[len(obj)-1] != '}' {
-		return obj
-	}
-	out := make([]byte, 0, len(obj)+len(topic)+12)
-	out = append(out, obj[:len(obj)-1]...)
-	if len(obj) > 2 {
-		out = append(out, ',')
-	}
-	out = append(out, `"topic":`...)
-	out = strconv.AppendQuote(out, topic)
-	return append(out, '}')
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,8 +93,35 @@ func TestBearerSubprotocol(t *testing.T) {
 		t.Fatalf("subprotocol %q, want %q", c.Subprotocol(), live.Subprotocol)
 	}
 	bus.Publish(reading(w.farmA, uuid.New(), 220, "41.5"))
-	if m := read(t, c); m.Value != "41.5" || m.Topic != topic.String() || m.FarmID != w.farmA.String() {
+	if m := read(t, c); m.Value != "41.5" || m.FarmID != w.farmA.String() {
 		t.Fatalf("got %+v", m)
+	}
+}
+
+// TestDataMessageShape checks a data message is exactly the Reading JSON
+// plus farm_id.
+func TestDataMessageShape(t *testing.T) {
+	bus := memoryBus(t)
+	w := newWorld(t, bus, live.Deps{})
+	c := w.dial(t, w.aliceToken, live.FarmTopic(w.farmA))
+	bus.Publish(reading(w.farmA, uuid.New(), 220, "21.50"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if fmt.Sprint(keys) != "[device_id farm_id metric_id timestamp value]" || m["value"] != "21.50" || m["timestamp"] != "1700000000000" {
+		t.Fatalf("data message %s", b)
 	}
 }
 
@@ -123,8 +151,8 @@ func TestExactTopics(t *testing.T) {
 				t.Helper()
 				var got []string
 				for _, m := range readUntil(t, c, end) {
-					if m.Topic != topic {
-						t.Errorf("message %+v on topic %q", m, m.Topic)
+					if m.Type != "" || m.Topic != "" {
+						t.Errorf("%s: not a data message: %+v", topic, m)
 					}
 					if !strings.HasPrefix(m.Value, "end") {
 						got = append(got, m.Value)
@@ -153,27 +181,28 @@ func TestSubscribeMessages(t *testing.T) {
 	send(t, c, map[string]string{"type": "subscribe", "topic": metric.String()})
 	expectControl(t, c, "subscribed", metric.String())
 	bus.Publish(reading(w.farmA, dev, 220, "1"))
-	if m := read(t, c); m.Value != "1" || m.Topic != metric.String() {
+	if m := read(t, c); m.Value != "1" {
 		t.Fatalf("got %+v", m)
 	}
 
 	send(t, c, map[string]string{"type": "subscribe", "topic": farm.String()})
 	expectControl(t, c, "subscribed", farm.String())
+	// One reading matching both subscribed topics arrives once: were it
+	// sent twice, the read after the unsubscribe below would see "2".
 	bus.Publish(reading(w.farmA, dev, 220, "2"))
-	got := map[string]string{}
-	for range 2 {
-		m := read(t, c)
-		got[m.Topic] = m.Value
-	}
-	if got[metric.String()] != "2" || got[farm.String()] != "2" {
-		t.Fatalf("one reading on two subscribed topics: got %v", got)
+	if m := read(t, c); m.Value != "2" {
+		t.Fatalf("got %+v", m)
 	}
 
 	send(t, c, map[string]string{"type": "unsubscribe", "topic": metric.String()})
 	expectControl(t, c, "unsubscribed", metric.String())
 	bus.Publish(reading(w.farmA, dev, 220, "3"))
-	if m := read(t, c); m.Value != "3" || m.Topic != farm.String() {
+	if m := read(t, c); m.Value != "3" {
 		t.Fatalf("after unsubscribe got %+v", m)
+	}
+	bus.Publish(reading(w.farmA, uuid.New(), 220, "other device"))
+	if m := read(t, c); m.Value != "other device" {
+		t.Fatalf("farm topic still subscribed: got %+v", m)
 	}
 
 	for _, tc := range []struct {

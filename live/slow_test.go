@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -40,15 +41,18 @@ func TestSlowClientIsDropped(t *testing.T) {
 		if sent == 200000 {
 			t.Fatal("slow client never disconnected")
 		}
-		bus.Publish(reading(w.farmA, dev, 220, value))
+		// Distinct values: identical messages would be one reading.
+		v := fmt.Sprintf("%d-%s", sent, value)
+		bus.Publish(reading(w.farmA, dev, 220, v))
 		sent++
-		if m := read(t, fast); m.Value != value {
+		if m := read(t, fast); m.Value != v {
 			t.Fatalf("fast client got %+v", m)
 		}
 	}
-	for range 100 {
-		bus.Publish(reading(w.farmA, dev, 220, "more"))
-		if m := read(t, fast); m.Value != "more" {
+	for i := range 100 {
+		v := fmt.Sprintf("more-%d", i)
+		bus.Publish(reading(w.farmA, dev, 220, v))
+		if m := read(t, fast); m.Value != v {
 			t.Fatalf("fast client after drop got %+v", m)
 		}
 	}

@@ -77,12 +77,3 @@ func FuzzParseTopic(f *testing.F) {
 		}
 	})
 }
-
-func TestWithTopic(t *testing.T) {
-	if got := string(withTopic([]byte(`{"a":1}`), `x"y`)); got != `{"a":1,"topic":"x\"y"}` {
-		t.Errorf("withTopic = %s", got)
-	}
-	if got := string(withTopic([]byte(`{}`), "t")); got != `{"topic":"t"}` {
-		t.Errorf("withTopic(empty) = %s", got)
-	}
-}
