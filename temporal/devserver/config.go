@@ -42,7 +42,7 @@ func serverOptions(r *resolved) []temporal.ServerOption {
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper {
 			return authorization.NewNoopClaimMapper()
 		}),
-		temporal.WithDynamicConfigClient(dynamicConfig()),
+		temporal.WithDynamicConfigClient(r.dynamic),
 	}
 }
 
@@ -114,12 +114,12 @@ func sqlConfig(dbFile string) *config.SQL {
 }
 
 // dynamicConfig tunes the server for one process serving one developer,
-// where latency matters more than throughput isolation.
-func dynamicConfig() dynamicconfig.StaticClient {
-	return dynamicconfig.StaticClient{
-		// Search attributes registered at start are usable at once.
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
-		// The forced refresh reads persistence more often; lift the caps.
+// where latency matters more than throughput isolation. It is a memory
+// client so that a setting can be switched for a while (see
+// refreshSearchAttributesFor).
+func dynamicConfig() *dynamicconfig.MemoryClient {
+	c := dynamicconfig.NewMemoryClient()
+	for key, value := range map[dynamicconfig.Key]any{
 		dynamicconfig.FrontendPersistenceMaxQPS.Key():    10000,
 		dynamicconfig.HistoryPersistenceMaxQPS.Key():     45000,
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8192,
@@ -129,5 +129,21 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// extra partitions only add forwarding hops before a task meets a poller.
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+	} {
+		c.OverrideValue(key, value)
 	}
+	return c
+}
+
+// searchAttributeCacheTTL is how long each service of the server keeps its
+// copy of the search attributes (60 s in the server), plus a margin.
+const searchAttributeCacheTTL = 65 * time.Second
+
+// refreshSearchAttributesFor makes every service re-read the search
+// attributes on each use, for as long as their caches may still miss ones
+// just added. Forcing it always would cost a metadata read per workflow
+// start and visibility record, 4% of the CPU of a delivery.
+func refreshSearchAttributesFor(c *dynamicconfig.MemoryClient, d time.Duration) {
+	undo := c.OverrideSetting(dynamicconfig.ForceSearchAttributesCacheRefreshOnRead, true)
+	time.AfterFunc(d, undo)
 }

@@ -166,6 +166,23 @@ func TestStartPersistsAcrossRestart(t *testing.T) {
 	checkRetention(ctx, t, c, "default", 40*24*time.Hour)
 	checkSearchAttributes(ctx, t, c, more)
 	waitListed(ctx, t, c, `FurrowWebhookId = "wh-1"`, "delivery/wh-1/ev-1")
+	// The attribute added just now is usable at once (the services refresh
+	// their copies for a while after an add), and lands on Keyword05, a slot
+	// whose index the dev server drops: found by a scan all the same.
+	extra, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        "delivery/wh-2/ev-2",
+		TaskQueue: taskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword("FurrowExtra").ValueSet("x"),
+		),
+	}, Echo, "extra")
+	if err != nil {
+		t.Fatalf("start Echo with the new attribute: %v", err)
+	}
+	if err := extra.Get(ctx, nil); err != nil {
+		t.Fatalf("Echo with the new attribute: %v", err)
+	}
+	waitListed(ctx, t, c, `FurrowExtra = "x"`, "delivery/wh-2/ev-2")
 	if err := c.SignalWorkflow(ctx, "waiter", "", "go", "after restart"); err != nil {
 		t.Fatalf("signal waiter after restart: %v", err)
 	}

@@ -37,6 +37,11 @@ func prepareDatabase(r *resolved) error {
 			}
 		}
 	}
+	if r.visFile != "" {
+		if err := trimVisibilityIndexes(r.visFile); err != nil {
+			return err
+		}
+	}
 	ns, err := sqliteschema.NewNamespaceConfig(clusterName, r.namespace, false, r.searchAttributes)
 	if err != nil {
 		return fmt.Errorf("devserver: namespace %q: %w", r.namespace, err)
@@ -124,5 +129,6 @@ func ensureSearchAttributes(ctx context.Context, svc operatorservice.OperatorSer
 	if err != nil {
 		return fmt.Errorf("devserver: add search attributes: %w", err)
 	}
+	refreshSearchAttributesFor(r.dynamic, searchAttributeCacheTTL)
 	return nil
 }

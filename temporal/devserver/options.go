@@ -13,6 +13,7 @@ import (
 	"github.com/furrowhq/furrow"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
 )
 
 // minRetention is the shortest namespace retention Temporal accepts.
@@ -35,6 +36,7 @@ type resolved struct {
 	searchAttributes map[string]enums.IndexedValueType
 	logger           *slog.Logger // filtered to level
 	level            *slog.LevelVar
+	dynamic          *dynamicconfig.MemoryClient
 }
 
 // resolve validates opts, applies defaults and reserves ports.
@@ -44,6 +46,7 @@ func resolve(opts Options) (*resolved, error) {
 		namespace:        orDefault(opts.Namespace, DefaultNamespace),
 		retention:        opts.Retention,
 		searchAttributes: opts.SearchAttributes,
+		dynamic:          dynamicConfig(),
 	}
 	if r.retention == 0 {
 		r.retention = DefaultRetention
