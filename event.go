@@ -41,6 +41,10 @@ type Event struct {
 	FarmID       uuid.UUID       `json:"farm_id"`
 	OccurredAtMs int64           `json:"occurred_at_ms"`
 	Data         json.RawMessage `json:"data"`
+	// Pending is set on an event just stored when a webhook of its farm
+	// subscribes to its type, so the dispatcher has work to do. It is not
+	// part of the envelope.
+	Pending bool `json:"-"`
 }
 
 // NewEventID returns a fresh evt_<uuid> identifier.

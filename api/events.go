@@ -33,7 +33,7 @@ func (s *server) createEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.Waker != nil {
+	if s.Waker != nil && e.Pending {
 		s.Waker.Wake()
 	}
 	writeJSON(w, http.StatusCreated, e)

@@ -30,6 +30,7 @@ type fakeStore struct {
 	lastFilter   furrow.ReadingFilter
 	published    []furrow.LiveReading
 	wakes        int
+	noWebhooks   bool // events are stored as needing no dispatch
 	reenabled    []uuid.UUID
 	flipOnSignal bool // Reenable enables the webhook at once
 	redelivered  []furrow.Event
@@ -180,7 +181,7 @@ func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading) (furrow.R
 	d := f.devices[r.DeviceID]
 	d.LastSeenMs = &r.Timestamp
 	f.devices[r.DeviceID] = d
-	return r, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: r.FarmID}, nil
+	return r, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: r.FarmID, Pending: !f.noWebhooks}, nil
 }
 
 // Readings pages newest first; the cursor's Seq is the index in f.readings.
@@ -218,6 +219,7 @@ func (f *fakeStore) CreateEvent(_ context.Context, e furrow.Event) (furrow.Event
 	if e.OccurredAtMs == 0 {
 		e.OccurredAtMs = furrow.Millis(f.clock.Now())
 	}
+	e.Pending = !f.noWebhooks
 	f.events = append(f.events, e)
 	return e, nil
 }

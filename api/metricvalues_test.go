@@ -49,6 +49,18 @@ func TestMetricValueStored(t *testing.T) {
 	}
 }
 
+// An event that no webhook waits for leaves the dispatcher asleep.
+func TestMetricValueWithoutWebhooksDoesNotWake(t *testing.T) {
+	h := newHarness(t)
+	h.store.noWebhooks = true
+	if r := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", `"1"`)); r.Status != http.StatusCreated {
+		t.Fatalf("status = %d, body %s", r.Status, r.Body)
+	}
+	if h.store.wakes != 0 {
+		t.Fatalf("wakes = %d, want 0", h.store.wakes)
+	}
+}
+
 func TestMetricValueStringKeptAsIs(t *testing.T) {
 	h := newHarness(t)
 	r := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", `"21.50"`))

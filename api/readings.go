@@ -32,7 +32,7 @@ func (s *server) postMetricValue(w http.ResponseWriter, r *http.Request) error {
 	if in.DeviceID != cred.device.ID {
 		return furrow.Errorf(furrow.EFORBIDDEN, "The device_id does not match the device of the credential.")
 	}
-	stored, _, err := s.Readings.CreateReading(r.Context(), furrow.Reading{
+	stored, ev, err := s.Readings.CreateReading(r.Context(), furrow.Reading{
 		DeviceID: in.DeviceID, MetricID: in.MetricID, Value: in.Value, FarmID: cred.device.FarmID,
 	})
 	if err != nil {
@@ -42,7 +42,7 @@ func (s *server) postMetricValue(w http.ResponseWriter, r *http.Request) error {
 	if s.Publisher != nil {
 		s.Publisher.Publish(furrow.LiveReading{Reading: stored})
 	}
-	if s.Waker != nil {
+	if s.Waker != nil && ev.Pending {
 		s.Waker.Wake()
 	}
 	writeJSON(w, http.StatusCreated, stored)

@@ -60,12 +60,38 @@ func (r *eventRows) add(id uuid.UUID, e furrow.Event) {
 	r.data = append(r.data, string(e.Data))
 }
 
-const insertEventsSQL = `INSERT INTO events (id, type, farm_id, occurred_at_ms, data)
-	SELECT id, type, farm_id, occurred_at_ms, data::jsonb
+// insertEventsSQL stores events in the outbox. An event that no webhook of
+// its farm subscribes to (enabled or not: a disabled one records it as
+// skipped) is stored as dispatched already ($6 is now): the dispatcher would
+// only claim it and mark it, two more writes of the row for nothing. A
+// webhook thus receives the events stored after it was created. RETURNING
+// says which events wait for the dispatcher.
+const insertEventsSQL = `INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
+	SELECT t.id, t.type, t.farm_id, t.occurred_at_ms, t.data::jsonb,
+		CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.farm_id = t.farm_id
+			AND (w.event_types = '{}' OR t.type = ANY (w.event_types))) THEN NULL ELSE $6::bigint END
 	FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[])
-		AS t(id, type, farm_id, occurred_at_ms, data)`
+		AS t(id, type, farm_id, occurred_at_ms, data)
+	RETURNING id, dispatched_at_ms IS NULL`
 
-func (r *eventRows) args() []any { return []any{r.ids, r.types, r.farms, r.occurred, r.data} }
+func (r *eventRows) args(nowMs int64) []any {
+	return []any{r.ids, r.types, r.farms, r.occurred, r.data, nowMs}
+}
+
+// pendingEvents reads the RETURNING rows of insertEventsSQL: the ids of
+// the events that wait for the dispatcher.
+func pendingEvents(rows pgx.Rows) (map[uuid.UUID]bool, error) {
+	pending := map[uuid.UUID]bool{}
+	var id uuid.UUID
+	var p bool
+	_, err := pgx.ForEachRow(rows, []any{&id, &p}, func() error {
+		if p {
+			pending[id] = true
+		}
+		return nil
+	})
+	return pending, err
+}
 
 // CreateEvent stores e in the outbox and returns it. An empty ID gets a new
 // evt_<uuid> and a zero OccurredAtMs the clock's now; empty Data is {}.
@@ -87,9 +113,12 @@ func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.Event, er
 	}
 	var rows eventRows
 	rows.add(id, e)
-	if _, err := db.pool.Exec(ctx, insertEventsSQL, rows.args()...); err != nil {
+	res, _ := db.pool.Query(ctx, insertEventsSQL, rows.args(db.nowMs())...) // Its error is res's.
+	pending, err := pendingEvents(res)
+	if err != nil {
 		return furrow.Event{}, translate(err, "create event", "farm")
 	}
+	e.Pending = pending[id]
 	return e, nil
 }
 

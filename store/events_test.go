@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/store"
 )
 
 func TestCreateEventAndList(t *testing.T) {
@@ -87,10 +88,62 @@ func createEvents(t *testing.T, db interface {
 	return out
 }
 
+// subscribe gives the fixture's farm a webhook for every event type, so
+// that its events wait in the outbox for the dispatcher.
+func subscribe(t *testing.T, db *store.DB, fx fixture) furrow.Webhook {
+	t.Helper()
+	w, err := db.CreateWebhook(context.Background(), newWebhook(fx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Events no webhook subscribes to are stored dispatched: nothing to claim.
+// A disabled webhook still counts, since its events are recorded as skipped.
+func TestEventsWaitOnlyForSubscribedWebhooks(t *testing.T) {
+	ctx := context.Background()
+	db, _ := newDB(t, newClock())
+	fx := newFixture(t, db)
+	check := func(what string, wantPending bool) {
+		t.Helper()
+		e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
+		if err != nil || e.Pending != wantPending {
+			t.Fatalf("%s: CreateEvent pending = %v, %v; want %v", what, e.Pending, err, wantPending)
+		}
+		_, ev, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: fx.device.ID, MetricID: 1, Value: "1"})
+		if err != nil || ev.Pending != wantPending {
+			t.Fatalf("%s: CreateReading pending = %v, %v; want %v", what, ev.Pending, err, wantPending)
+		}
+		claimed, err := db.ClaimEvents(ctx, 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(claimed) > 0; got != wantPending {
+			t.Fatalf("%s: claimed %d events; want pending = %v", what, len(claimed), wantPending)
+		}
+		if _, err := db.Event(ctx, e.ID); err != nil {
+			t.Fatalf("%s: the event is not stored: %v", what, err)
+		}
+	}
+	check("no webhook", false)
+	if _, err := db.CreateWebhook(ctx, newWebhook(fx, furrow.EventDeviceOffline)); err != nil {
+		t.Fatal(err)
+	}
+	check("a webhook of another type", false)
+	disabled := newWebhook(fx, furrow.EventTriggerFired, furrow.EventMetricValue)
+	disabled.Enabled = false
+	if _, err := db.CreateWebhook(ctx, disabled); err != nil {
+		t.Fatal(err)
+	}
+	check("a disabled webhook of these types", true)
+}
+
 func TestClaimEventsConcurrentClaimersNeverShare(t *testing.T) {
 	ctx := context.Background()
 	db, _ := newDB(t, newClock())
 	fx := newFixture(t, db)
+	subscribe(t, db, fx)
 	const n = 200
 	createEvents(t, db, fx.farm.ID, n)
 	var mu sync.Mutex
@@ -131,6 +184,7 @@ func TestClaimEventsLeaseAndDispatch(t *testing.T) {
 	clock := newClock()
 	db, _ := newDB(t, clock)
 	fx := newFixture(t, db)
+	subscribe(t, db, fx)
 	all := createEvents(t, db, fx.farm.ID, 3)
 	es, err := db.ClaimEvents(ctx, 2, time.Minute)
 	if err != nil || len(es) != 2 || es[0].ID != all[0].ID || es[1].ID != all[1].ID {
@@ -157,6 +211,7 @@ func TestPruneEventsKeepsUndispatched(t *testing.T) {
 	ctx := context.Background()
 	db, _ := newDB(t, newClock())
 	fx := newFixture(t, db)
+	subscribe(t, db, fx)
 	all := createEvents(t, db, fx.farm.ID, 4) // occurred at 1000..1003 ms
 	if err := db.MarkDispatched(ctx, []string{all[0].ID, all[1].ID, all[3].ID}); err != nil {
 		t.Fatal(err)

@@ -246,9 +246,18 @@ func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) error {
 	}
 	b := &pgx.Batch{}
 	b.Queue(insertReadingsSQL, devices, farms, metrics, values, stamps)
-	b.Queue(insertEventsSQL, events.args()...)
+	var pending map[uuid.UUID]bool
+	b.Queue(insertEventsSQL, events.args(db.nowMs())...).Query(func(rows pgx.Rows) error {
+		var err error
+		pending, err = pendingEvents(rows)
+		return err
+	})
 	b.Queue(touchDevicesSQL, ids, seen)
-	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		return tx.SendBatch(ctx, b).Close()
 	})
+	for _, q := range reqs {
+		q.event.Pending = err == nil && pending[q.eventID]
+	}
+	return err
 }

@@ -50,7 +50,11 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 		if err := rows.Err(); err != nil || len(events) == 0 {
 			return err
 		}
-		_, err := tx.Exec(ctx, insertEventsSQL, batch.args()...)
+		res, _ := tx.Query(ctx, insertEventsSQL, batch.args(now)...) // Its error is res's.
+		pending, err := pendingEvents(res)
+		for i := range events {
+			events[i].Pending = pending[batch.ids[i]]
+		}
 		return err
 	})
 	if err != nil {
