@@ -57,8 +57,11 @@ type DeviceService interface {
 type ReadingService interface {
 	// CreateReading stores r (FarmID and DeviceID set by the caller), its
 	// metric.value event and the device's last-seen time in one transaction,
-	// and returns r with its server-assigned Timestamp and the event.
-	CreateReading(ctx context.Context, r Reading) (Reading, Event, error)
+	// and returns r with its server-assigned Timestamp and the event. A
+	// non-empty deviceKey is checked in that transaction: a key that is no
+	// longer the device's is EUNAUTHORIZED and nothing is stored, so callers
+	// may authenticate keys from a cache. A device that is gone is ENOTFOUND.
+	CreateReading(ctx context.Context, r Reading, deviceKey string) (Reading, Event, error)
 	// Readings lists readings, newest first, with the cursor of the last
 	// one returned (nil when there are no more).
 	Readings(ctx context.Context, f ReadingFilter) ([]Reading, *ReadingCursor, error)

@@ -70,7 +70,8 @@ type Deps struct {
 
 // server carries the configuration and dependencies of the handlers.
 type server struct {
-	cfg Config
+	cfg  Config
+	keys *keyCache
 	Deps
 }
 
@@ -94,7 +95,7 @@ func New(cfg Config, deps Deps) http.Handler {
 	if deps.WebhookURLCheck == nil {
 		deps.WebhookURLCheck = CheckWebhookURL
 	}
-	s := &server{cfg: cfg, Deps: deps}
+	s := &server{cfg: cfg, keys: newKeyCache(keyCacheSize), Deps: deps}
 	return s.routes()
 }
 

@@ -24,6 +24,11 @@ var (
 type deviceCredential struct {
 	device furrow.Device
 	key    string
+	// bearer is the device key presented, "" for a certificate; the store
+	// checks it again when it stores the reading.
+	bearer string
+	// cached means the device came from the key cache, unchecked so far.
+	cached bool
 }
 
 // authDevice authenticates a device by the certificate header, believed only
@@ -37,12 +42,40 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 	if err != nil {
 		return deviceCredential{}, err
 	}
+	sum := sha256.Sum256([]byte(key))
+	cred := deviceCredential{key: "key:" + hex.EncodeToString(sum[:16]), bearer: key}
+	if d, ok := s.keys.get(key); ok {
+		cred.device, cred.cached = d, true
+		return cred, nil
+	}
 	d, err := s.Devices.DeviceByKey(r.Context(), key)
 	if err != nil {
 		return deviceCredential{}, unauthorizedOr(err)
 	}
-	sum := sha256.Sum256([]byte(key))
-	return deviceCredential{device: d, key: "key:" + hex.EncodeToString(sum[:16])}, nil
+	s.keys.put(key, d)
+	cred.device = d
+	return cred, nil
+}
+
+// recheckKey is called when a request with a cached key is refused for
+// another reason than its key (rate limit, body, device match, store): if
+// the key was revoked meanwhile, the answer must be 401 instead, as if the
+// key had been looked up. It returns refusal otherwise.
+func (s *server) recheckKey(w http.ResponseWriter, r *http.Request, cred deviceCredential, refusal error) error {
+	if furrow.ErrorCode(refusal) == furrow.EUNAUTHORIZED {
+		s.keys.forget(cred.bearer)
+		return errCredentialInvalid
+	}
+	if !cred.cached {
+		return refusal
+	}
+	_, err := s.Devices.DeviceByKey(r.Context(), cred.bearer)
+	if furrow.ErrorCode(err) != furrow.ENOTFOUND {
+		return refusal // Still valid, or the lookup failed: the refusal stands.
+	}
+	s.keys.forget(cred.bearer)
+	w.Header().Del("Retry-After")
+	return errCredentialInvalid
 }
 
 func (s *server) deviceByCert(ctx context.Context, cn string) (deviceCredential, error) {

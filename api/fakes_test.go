@@ -31,6 +31,8 @@ type fakeStore struct {
 	published    []furrow.LiveReading
 	wakes        int
 	noWebhooks   bool // events are stored as needing no dispatch
+	keyLookups   int  // DeviceByKey calls
+	keyChecks    int  // CreateReading calls, which check the key
 	reenabled    []uuid.UUID
 	flipOnSignal bool // Reenable enables the webhook at once
 	redelivered  []furrow.Event
@@ -123,6 +125,7 @@ func (f *fakeStore) RotateDeviceKey(_ context.Context, farmID, deviceID uuid.UUI
 func (f *fakeStore) DeviceByKey(_ context.Context, key string) (furrow.Device, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.keyLookups++
 	id, ok := f.keys[key]
 	if !ok {
 		return furrow.Device{}, errNotFound
@@ -167,7 +170,7 @@ func (f *fakeStore) MarkOffline(context.Context, time.Duration, int) ([]furrow.E
 	return nil, errors.New("not used by the API")
 }
 
-func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading) (furrow.Reading, furrow.Event, error) {
+func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading, key string) (furrow.Reading, furrow.Event, error) {
 	if f.panicReading {
 		panic("store exploded")
 	}
@@ -175,6 +178,10 @@ func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading) (furrow.R
 	defer f.mu.Unlock()
 	if f.failReadings != nil {
 		return furrow.Reading{}, furrow.Event{}, f.failReadings
+	}
+	f.keyChecks++
+	if key != "" && f.keys[key] != r.DeviceID {
+		return furrow.Reading{}, furrow.Event{}, furrow.Errorf(furrow.EUNAUTHORIZED, "key revoked")
 	}
 	r.Timestamp = furrow.Millis(f.clock.Now())
 	f.readings = append(f.readings, r)

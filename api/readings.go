@@ -18,6 +18,15 @@ func (s *server) postMetricValue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.acceptReading(w, r, cred); err != nil {
+		return s.recheckKey(w, r, cred, err)
+	}
+	return nil
+}
+
+// acceptReading runs the checks after the credential, stores the reading
+// and answers 201.
+func (s *server) acceptReading(w http.ResponseWriter, r *http.Request, cred deviceCredential) error {
 	if err := s.rateLimit(w, r, cred.key); err != nil {
 		return err
 	}
@@ -34,7 +43,7 @@ func (s *server) postMetricValue(w http.ResponseWriter, r *http.Request) error {
 	}
 	stored, ev, err := s.Readings.CreateReading(r.Context(), furrow.Reading{
 		DeviceID: in.DeviceID, MetricID: in.MetricID, Value: in.Value, FarmID: cred.device.FarmID,
-	})
+	}, cred.bearer)
 	if err != nil {
 		return err
 	}

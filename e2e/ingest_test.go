@@ -20,6 +20,7 @@ import (
 // 127.0.0.2 as the TLS proxy.
 type ingestEnv struct {
 	f       *furrow
+	env     map[string]string
 	db      string
 	proxy   *testenv.Proxy
 	fx      fixture
@@ -43,7 +44,7 @@ func newIngestEnv(t *testing.T) *ingestEnv {
 	f := start(t, "serve", env)
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 5 * time.Second}
 	trusted := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
-	return &ingestEnv{f: f, db: db, proxy: proxy, fx: newFixture(t, f, db), trusted: trusted}
+	return &ingestEnv{f: f, env: env, db: db, proxy: proxy, fx: newFixture(t, f, db), trusted: trusted}
 }
 
 func (e *ingestEnv) post(t *testing.T, c *http.Client, body any, headers ...string) response {
@@ -137,17 +138,24 @@ func TestIngestEndToEnd(t *testing.T) {
 		r := e.post(t, nil, reading(other, 1), append(spoof, bearer(otherKey)...)...)
 		expect(t, r, 201, "")
 	})
-	t.Run("a rotated key is refused at once", func(t *testing.T) {
+	t.Run("a rotated key is refused at once on every instance", func(t *testing.T) {
+		// Both instances have just accepted the old key, so both remember it.
+		second := start(t, "serve", e.env)
 		id, old := newDevice(t, e.f, fx)
-		expect(t, e.post(t, nil, reading(id, 1), bearer(old)...), 201, "")
+		for _, f := range []*furrow{e.f, second} {
+			expect(t, do(t, nil, "POST", f.URL+"/api/metric-values", reading(id, 1), bearer(old)...), 201, "")
+		}
 		r := do(t, nil, "POST", e.f.URL+"/api/farms/"+fx.FarmID+"/devices/"+id+"/keys", nil, bearer(fx.Token)...)
 		expect(t, r, 201, "")
 		var k struct {
 			APIKey string `json:"api_key"`
 		}
 		r.JSON(t, &k)
-		expect(t, e.post(t, nil, reading(id, 1), bearer(old)...), 401, "unauthorized")
-		expect(t, e.post(t, nil, reading(id, 1), bearer(k.APIKey)...), 201, "")
+		for _, f := range []*furrow{second, e.f} {
+			expect(t, do(t, nil, "POST", f.URL+"/api/metric-values", reading(id, 1), bearer(old)...), 401, "unauthorized")
+			expect(t, do(t, nil, "POST", f.URL+"/api/metric-values", map[string]any{}, bearer(old)...), 401, "unauthorized")
+			expect(t, do(t, nil, "POST", f.URL+"/api/metric-values", reading(id, 1), bearer(k.APIKey)...), 201, "")
+		}
 	})
 	t.Run("the 121st request in a minute is limited", func(t *testing.T) {
 		id, k := newDevice(t, e.f, fx)

@@ -7,12 +7,17 @@ import (
 )
 
 // CommitTogether stores rs through one group-commit batch, as if they had
-// been queued at once, and returns each one's outcome.
-func CommitTogether(db *DB, rs []furrow.Reading) []error {
+// been queued at once, and returns each one's outcome. keys[i], if given, is
+// the device key reading i came with.
+func CommitTogether(db *DB, rs []furrow.Reading, keys ...string) []error {
 	batch := make([]*ingestReq, len(rs))
 	for i, r := range rs {
 		r.Timestamp = db.nowMs()
-		batch[i] = newIngestReq(context.Background(), r)
+		key := ""
+		if i < len(keys) {
+			key = keys[i]
+		}
+		batch[i] = newIngestReq(context.Background(), r, key)
 	}
 	db.ingest.commit(batch)
 	errs := make([]error, len(rs))

@@ -1,12 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,17 +23,23 @@ import (
 // clock's now as its Timestamp, its metric.value event, and the device's
 // last-seen time (clearing its offline mark), in one transaction. It returns
 // r and the event once committed. Concurrent calls are group-committed: a
-// few writer goroutines gather whatever is queued into one transaction with
-// multi-row statements; a batch that fails is retried row by row so that one
-// bad reading fails alone. An invalid reading is EINVALID, an unknown device
-// ENOTFOUND. If ctx ends first the caller gets its error, but the reading
-// may still be stored.
-func (db *DB) CreateReading(ctx context.Context, r furrow.Reading) (furrow.Reading, furrow.Event, error) {
+// few writer goroutines gather whatever is queued into one statement; a
+// batch that fails is retried row by row so that one bad reading fails
+// alone.
+//
+// deviceKey, unless empty, is the bearer key the reading came with: the
+// reading is stored only if that is still the device's key when the
+// transaction runs, else the error is EUNAUTHORIZED. So a caller may take
+// the device of a key from a cache, and a revoked key is still refused at
+// once. An invalid reading is EINVALID, an unknown device (or one of
+// another farm) ENOTFOUND. If ctx ends first the caller gets its error, but
+// the reading may still be stored.
+func (db *DB) CreateReading(ctx context.Context, r furrow.Reading, deviceKey string) (furrow.Reading, furrow.Event, error) {
 	if err := validReading(r); err != nil {
 		return furrow.Reading{}, furrow.Event{}, err
 	}
 	r.Timestamp = db.nowMs()
-	req := newIngestReq(ctx, r)
+	req := newIngestReq(ctx, r, deviceKey)
 	if err := db.ingest.submit(ctx, req); err != nil {
 		return furrow.Reading{}, furrow.Event{}, err
 	}
@@ -64,12 +70,13 @@ func validReading(r furrow.Reading) error {
 type ingestReq struct {
 	ctx     context.Context
 	reading furrow.Reading
+	keyHash []byte // nil: no key to check
 	event   furrow.Event
 	eventID uuid.UUID
 	done    chan error
 }
 
-func newIngestReq(ctx context.Context, r furrow.Reading) *ingestReq {
+func newIngestReq(ctx context.Context, r furrow.Reading, deviceKey string) *ingestReq {
 	id := uuid.New()
 	data, _ := json.Marshal(furrow.MetricValueData{
 		DeviceID: r.DeviceID, MetricID: r.MetricID, Value: r.Value, Timestamp: r.Timestamp,
@@ -78,7 +85,11 @@ func newIngestReq(ctx context.Context, r furrow.Reading) *ingestReq {
 		ID: "evt_" + id.String(), Type: furrow.EventMetricValue, FarmID: r.FarmID,
 		OccurredAtMs: r.Timestamp, Data: data,
 	}
-	return &ingestReq{ctx: ctx, reading: r, event: ev, eventID: id, done: make(chan error, 1)}
+	req := &ingestReq{ctx: ctx, reading: r, event: ev, eventID: id, done: make(chan error, 1)}
+	if deviceKey != "" {
+		req.keyHash = hashSecret(deviceKey)
+	}
+	return req
 }
 
 // writeTimeout bounds one batch transaction; callers' contexts do not,
@@ -175,10 +186,10 @@ func (in *ingester) commit(batch []*ingestReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	err := in.db.writeReadings(ctx, live)
+	refused, err := in.db.writeReadings(ctx, live)
 	if err == nil || len(live) == 1 || !rowLevel(err) {
 		for _, r := range live {
-			r.done <- translate(err, "create reading", "device")
+			r.done <- cmp.Or(translate(err, "create reading", "device"), refused[r])
 		}
 		return
 	}
@@ -186,7 +197,8 @@ func (in *ingester) commit(batch []*ingestReq) {
 	in.db.log.Warn("store: reading batch failed, retrying its rows one by one",
 		"rows", len(live), "sqlstate", sqlState(err))
 	for _, r := range live {
-		r.done <- translate(in.db.writeReadings(ctx, []*ingestReq{r}), "create reading", "device")
+		refused, err := in.db.writeReadings(ctx, []*ingestReq{r})
+		r.done <- cmp.Or(translate(err, "create reading", "device"), refused[r])
 	}
 }
 
@@ -206,58 +218,90 @@ func rowLevel(err error) bool {
 	return strings.HasPrefix(code, "22") || strings.HasPrefix(code, "23") || strings.HasPrefix(code, "40")
 }
 
-const insertReadingsSQL = `INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms)
-	SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::integer[], $4::text[], $5::bigint[])`
-
+// storeReadingsSQL stores a batch in one statement, so that one snapshot
+// decides which readings are stored: a reading whose device is gone, or
+// whose key is no longer the device's, is left out together with its event
+// and its last-seen update. The events follow insertEventsSQL: stored
+// dispatched when no webhook of the farm subscribes to metric.value.
 // Devices are updated in id order so that concurrent batches lock them in
-// the same order and cannot deadlock.
-const touchDevicesSQL = `UPDATE devices d
-	SET last_seen_ms = GREATEST(d.last_seen_ms, u.ts), offline_since_ms = NULL
-	FROM (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS t(id, ts) ORDER BY id) u
-	WHERE d.id = u.id`
+// the same order. The result is the stored events and whether they wait for
+// the dispatcher.
+const storeReadingsSQL = `
+WITH u AS (
+	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::uuid[], $4::integer[], $5::text[], $6::bigint[], $7::uuid[], $8::text[])
+		AS u(device_id, key_hash, farm_id, metric_id, value, ts_ms, event_id, data)),
+ok AS (
+	SELECT u.* FROM u WHERE EXISTS (SELECT 1 FROM devices d WHERE d.id = u.device_id
+		AND d.farm_id = u.farm_id AND (u.key_hash IS NULL OR d.key_hash = u.key_hash))),
+r AS (
+	INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms)
+	SELECT device_id, farm_id, metric_id, value, ts_ms FROM ok),
+e AS (
+	INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
+	SELECT ok.event_id, $9::text, ok.farm_id, ok.ts_ms, ok.data::jsonb,
+		CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.farm_id = ok.farm_id
+			AND (w.event_types = '{}' OR $9::text = ANY (w.event_types))) THEN NULL ELSE $10::bigint END
+	FROM ok
+	RETURNING id, dispatched_at_ms IS NULL),
+t AS (
+	UPDATE devices d SET last_seen_ms = GREATEST(d.last_seen_ms, x.ts), offline_since_ms = NULL
+	FROM (SELECT device_id, max(ts_ms) AS ts FROM ok GROUP BY device_id ORDER BY device_id) x
+	WHERE d.id = x.device_id)
+SELECT * FROM e`
 
 // writeReadings stores reqs, their events and their devices' last-seen
-// times in one transaction of one round trip plus begin and commit.
-func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) error {
+// times in one transaction of one statement, and settles each request's
+// event or its error: EUNAUTHORIZED for a key that is no longer the
+// device's, ENOTFOUND for a device that is gone. The returned error is the
+// statement's, for the caller to settle every request with.
+func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingestReq]error, error) {
 	n := len(reqs)
 	var (
-		devices, farms = make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n)
-		metrics        = make([]int32, 0, n)
-		values         = make([]string, 0, n)
-		stamps         = make([]int64, 0, n)
-		events         eventRows
-		lastSeen       = make(map[uuid.UUID]int64, n)
+		devices, farms, events = make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n)
+		keys                   = make([][]byte, 0, n)
+		metrics                = make([]int32, 0, n)
+		values, data           = make([]string, 0, n), make([]string, 0, n)
+		stamps                 = make([]int64, 0, n)
 	)
 	for _, q := range reqs {
 		r := q.reading
-		devices, farms = append(devices, r.DeviceID), append(farms, r.FarmID)
+		devices, farms, keys = append(devices, r.DeviceID), append(farms, r.FarmID), append(keys, q.keyHash)
 		metrics, values, stamps = append(metrics, r.MetricID), append(values, r.Value), append(stamps, r.Timestamp)
-		events.add(q.eventID, q.event)
-		lastSeen[r.DeviceID] = max(lastSeen[r.DeviceID], r.Timestamp)
+		events, data = append(events, q.eventID), append(data, string(q.event.Data))
 	}
-	ids := make([]uuid.UUID, 0, len(lastSeen))
-	for id := range lastSeen {
-		ids = append(ids, id)
+	rows, _ := db.pool.Query(ctx, storeReadingsSQL, devices, keys, farms, metrics, values, stamps, events, data,
+		furrow.EventMetricValue, db.nowMs()) // Its error is rows'.
+	pending, stored, err := storedEvents(rows)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(ids, func(a, b uuid.UUID) int { return strings.Compare(string(a[:]), string(b[:])) })
-	seen := make([]int64, len(ids))
-	for i, id := range ids {
-		seen[i] = lastSeen[id]
-	}
-	b := &pgx.Batch{}
-	b.Queue(insertReadingsSQL, devices, farms, metrics, values, stamps)
-	var pending map[uuid.UUID]bool
-	b.Queue(insertEventsSQL, events.args(db.nowMs())...).Query(func(rows pgx.Rows) error {
-		var err error
-		pending, err = pendingEvents(rows)
-		return err
-	})
-	b.Queue(touchDevicesSQL, ids, seen)
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		return tx.SendBatch(ctx, b).Close()
-	})
+	refused := map[*ingestReq]error{}
 	for _, q := range reqs {
-		q.event.Pending = err == nil && pending[q.eventID]
+		switch {
+		case stored[q.eventID]:
+			q.event.Pending = pending[q.eventID]
+		case q.keyHash != nil:
+			refused[q] = errKeyRevoked
+		default:
+			refused[q] = errDeviceGone
+		}
 	}
-	return err
+	return refused, nil
+}
+
+var (
+	errKeyRevoked = furrow.Errorf(furrow.EUNAUTHORIZED, "the key is no longer the device's")
+	errDeviceGone = furrow.Errorf(furrow.ENOTFOUND, "device not found")
+)
+
+// storedEvents reads the result of storeReadingsSQL.
+func storedEvents(rows pgx.Rows) (pending, stored map[uuid.UUID]bool, err error) {
+	pending, stored = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
+	var id uuid.UUID
+	var p bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &p}, func() error {
+		stored[id], pending[id] = true, p
+		return nil
+	})
+	return pending, stored, err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +26,7 @@ func TestCreateReadingStoresReadingEventAndLastSeen(t *testing.T) {
 	clock := newClock()
 	db, _ := newDB(t, clock)
 	fx := newFixture(t, db)
-	r, ev, err := db.CreateReading(ctx, reading(fx, 220, "21.50"))
+	r, ev, err := db.CreateReading(ctx, reading(fx, 220, "21.50"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +64,10 @@ func TestCreateReadingRejectsBadInput(t *testing.T) {
 		long[i] = '1'
 	}
 	for _, v := range []string{"", string(long), "a\x00b", "\xff"} {
-		_, _, err := db.CreateReading(ctx, reading(fx, 1, v))
+		_, _, err := db.CreateReading(ctx, reading(fx, 1, v), "")
 		wantCode(t, err, furrow.EINVALID)
 	}
-	_, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: uuid.New(), MetricID: 1, Value: "1"})
+	_, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: uuid.New(), MetricID: 1, Value: "1"}, "")
 	wantCode(t, err, furrow.ENOTFOUND)
 }
 
@@ -88,7 +90,7 @@ func TestCreateReadingConcurrentGroupCommit(t *testing.T) {
 			if i%2 == 1 {
 				r.DeviceID = second.ID
 			}
-			_, events[i], errs[i] = db.CreateReading(ctx, r)
+			_, events[i], errs[i] = db.CreateReading(ctx, r, "")
 		})
 	}
 	wg.Wait()
@@ -169,7 +171,7 @@ func TestCreateReadingAfterCloseFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, _, err = db.CreateReading(context.Background(), furrow.Reading{FarmID: uuid.New(), DeviceID: uuid.New(), MetricID: 1, Value: "1"})
+	_, _, err = db.CreateReading(context.Background(), furrow.Reading{FarmID: uuid.New(), DeviceID: uuid.New(), MetricID: 1, Value: "1"}, "")
 	if err == nil {
 		t.Fatal("CreateReading on a closed store succeeded")
 	}
@@ -180,11 +182,11 @@ func TestCreateReadingHonoursCancelledContext(t *testing.T) {
 	fx := newFixture(t, db)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1")); err == nil {
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), ""); err == nil {
 		t.Fatal("cancelled CreateReading succeeded")
 	}
 	// Others are unaffected.
-	if _, _, err := db.CreateReading(context.Background(), reading(fx, 1, "2")); err != nil {
+	if _, _, err := db.CreateReading(context.Background(), reading(fx, 1, "2"), ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -208,7 +210,7 @@ func TestReadingsPagingAndFilters(t *testing.T) {
 		if i%5 == 0 {
 			r.DeviceID = other.ID
 		}
-		stored, _, err := db.CreateReading(ctx, r)
+		stored, _, err := db.CreateReading(ctx, r, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +225,7 @@ func TestReadingsPagingAndFilters(t *testing.T) {
 		}
 		got = append(got, rs...)
 		// Newer readings arriving between pages must not shift the pages.
-		if _, _, err := db.CreateReading(ctx, reading(fx, 1, "late")); err != nil {
+		if _, _, err := db.CreateReading(ctx, reading(fx, 1, "late"), ""); err != nil {
 			t.Fatal(err)
 		}
 		if next == nil {
@@ -268,5 +270,56 @@ func TestReadingsPagingAndFilters(t *testing.T) {
 	}
 	if rs, _, _ := db.Readings(ctx, furrow.ReadingFilter{FarmID: uuid.New()}); len(rs) != 0 {
 		t.Fatalf("another farm sees %d readings", len(rs))
+	}
+}
+
+// The key a reading came with is checked in the transaction that stores it,
+// so a key revoked after a caller cached it stores nothing.
+func TestCreateReadingChecksTheKeyWhenStoring(t *testing.T) {
+	ctx := context.Background()
+	db, url := newDB(t, newClock())
+	fx := newFixture(t, db)
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "old key"), fx.key); err != nil {
+		t.Fatalf("reading with the current key: %v", err)
+	}
+	newKey, err := db.RotateDeviceKey(ctx, fx.farm.ID, fx.device.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = db.CreateReading(ctx, reading(fx, 1, "revoked"), fx.key)
+	wantCode(t, err, furrow.EUNAUTHORIZED)
+	if strings.Contains(furrow.ErrorMessage(err), fx.key) {
+		t.Fatalf("the error quotes the key: %v", err)
+	}
+	other := reading(fx, 1, "other farm")
+	other.FarmID = newFixture(t, db).farm.ID
+	// One batch: the new key, the revoked key, no key (a certificate), and
+	// a reading claiming another farm.
+	errs := store.CommitTogether(db, []furrow.Reading{
+		reading(fx, 2, "new key"), reading(fx, 2, "revoked"), reading(fx, 2, "certificate"), other,
+	}, newKey, fx.key, "", "")
+	if errs[0] != nil || errs[2] != nil {
+		t.Fatalf("valid readings failed: %v, %v", errs[0], errs[2])
+	}
+	wantCode(t, errs[1], furrow.EUNAUTHORIZED)
+	wantCode(t, errs[3], furrow.ENOTFOUND)
+
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, _ := conn.Query(ctx, "SELECT value FROM readings ORDER BY seq")
+	values, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(values)
+	if want := []string{"certificate", "new key", "old key"}; !slices.Equal(values, want) {
+		t.Fatalf("stored readings %q, want %q", values, want)
+	}
+	var events int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM events").Scan(&events); err != nil || events != 3 {
+		t.Fatalf("stored %d events (%v), want 3", events, err)
 	}
 }

@@ -71,7 +71,7 @@ func TestDeviceReportingStates(t *testing.T) {
 	}
 	post := func() {
 		t.Helper()
-		if _, _, err := db.CreateReading(ctx, furrow.Reading{DeviceID: dev.ID, FarmID: farm.ID, MetricID: 220, Value: "30"}); err != nil {
+		if _, _, err := db.CreateReading(ctx, furrow.Reading{DeviceID: dev.ID, FarmID: farm.ID, MetricID: 220, Value: "30"}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
