@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/furrowhq/furrow"
@@ -12,32 +13,64 @@ import (
 
 // slidingWindow keeps one sorted set per key whose members are accepted
 // requests scored by their arrival in milliseconds. Time comes from Redis
-// itself so that every instance agrees on it. It returns {1, 0} when the
-// request is accepted and {0, retry_after_ms} when it is not.
+// itself so that every instance agrees on it. It decides for each key in
+// turn (a key may repeat) and returns a pair per key: {1, 0} when the request
+// is accepted, {0, retry_after_ms} when it is not.
 var slidingWindow = redis.NewScript(`
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window)
-  return {1, 0}
+local out = {}
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  if redis.call('ZCARD', key) < limit then
+    redis.call('ZADD', key, now, ARGV[2 + i])
+    redis.call('PEXPIRE', key, window)
+    out[#out + 1] = 1
+    out[#out + 1] = 0
+  else
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    local retry = tonumber(oldest[2]) + window - now
+    if retry < 1 then retry = 1 end
+    out[#out + 1] = 0
+    out[#out + 1] = retry
+  end
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local retry = tonumber(oldest[2]) + window - now
-if retry < 1 then retry = 1 end
-return {0, retry}
+return out
 `)
 
+const (
+	// maxBatch bounds the decisions of one script call.
+	maxBatch = 128
+	// callTimeout bounds one script call, which answers several requests,
+	// whatever becomes of the request that happens to make it.
+	callTimeout = 2 * time.Second
+)
+
 // Redis is an exact sliding-window limiter shared by every instance through
-// one Redis. Each decision is one atomic script call.
+// one Redis. Decisions asked for while a script call is under way are made
+// together by the next call, so a busy instance makes one round trip for
+// many requests instead of one each. Its keys must live on one node (a plain
+// or replicated Redis, not a cluster).
 type Redis struct {
 	client *redis.Client
 	limit  int
 	window time.Duration
 	prefix string
+
+	mu    sync.Mutex
+	queue []*decision // waiting for the next call
+	busy  bool        // a call is under way; its maker hands over to queue[0]
+}
+
+// decision is one Allow waiting for its answer. lead receives true when the
+// caller must make the next call itself, false when its answer is in.
+type decision struct {
+	key    string
+	result furrow.RateDecision
+	err    error
+	lead   chan bool
 }
 
 // NewRedis returns a limiter that accepts at most limit requests per key in
@@ -54,16 +87,65 @@ func NewRedis(client *redis.Client, limit int, window time.Duration, prefix stri
 // last window. It returns an error when Redis cannot be reached or answers
 // unexpectedly; wrap the limiter in FailOpen to let requests through then.
 func (l *Redis) Allow(ctx context.Context, key string) (furrow.RateDecision, error) {
-	res, err := slidingWindow.Run(ctx, l.client, []string{l.prefix + key},
-		l.limit, l.window.Milliseconds(), uuid.NewString()).Int64Slice()
-	if err != nil {
-		return furrow.RateDecision{}, fmt.Errorf("ratelimit: redis: %w", err)
+	d := &decision{key: l.prefix + key, lead: make(chan bool, 1)}
+	l.mu.Lock()
+	l.queue = append(l.queue, d)
+	lead := !l.busy
+	l.busy = true
+	l.mu.Unlock()
+	if lead || <-d.lead {
+		l.decide(ctx)
 	}
-	if len(res) != 2 {
-		return furrow.RateDecision{}, fmt.Errorf("ratelimit: redis: unexpected reply of %d values", len(res))
+	return d.result, d.err
+}
+
+// decide makes one script call for the queue's head, which holds the
+// caller's own decision, answers it, and hands the next call over to the
+// first decision left waiting.
+func (l *Redis) decide(ctx context.Context) {
+	l.mu.Lock()
+	n := min(len(l.queue), maxBatch)
+	batch := l.queue[:n:n]
+	l.queue = l.queue[n:]
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
+	l.run(ctx, batch)
+	for _, d := range batch[1:] {
+		d.lead <- false
 	}
-	if res[0] == 1 {
-		return furrow.RateDecision{Allowed: true}, nil
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		l.busy = false
+		return
 	}
-	return furrow.RateDecision{RetryAfter: time.Duration(res[1]) * time.Millisecond}, nil
+	l.queue[0].lead <- true
+}
+
+// run makes one script call for batch and fills in every decision.
+func (l *Redis) run(ctx context.Context, batch []*decision) {
+	keys := make([]string, len(batch))
+	args := make([]any, 2, 2+len(batch))
+	args[0], args[1] = l.limit, l.window.Milliseconds()
+	for i, d := range batch {
+		keys[i] = d.key
+		args = append(args, uuid.NewString())
+	}
+	res, err := slidingWindow.Run(ctx, l.client, keys, args...).Int64Slice()
+	if err == nil && len(res) != 2*len(batch) {
+		err = fmt.Errorf("unexpected reply of %d values for %d keys", len(res), len(batch))
+	}
+	for i, d := range batch {
+		switch {
+		case err != nil:
+			d.err = fmt.Errorf("ratelimit: redis: %w", err)
+		case res[2*i] == 1:
+			d.result = furrow.RateDecision{Allowed: true}
+		default:
+			d.result = furrow.RateDecision{RetryAfter: time.Duration(res[2*i+1]) * time.Millisecond}
+		}
+	}
 }

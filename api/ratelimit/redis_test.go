@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,5 +140,70 @@ func TestFailOpenPassesDecisions(t *testing.T) {
 	}
 	if f.Failures() != 0 {
 		t.Fatal("a rejection counted as a failure")
+	}
+}
+
+// countingHook counts the commands a client sends.
+type countingHook struct{ n atomic.Int64 }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Concurrent requests share script calls, and each still gets its own key's
+// answer: a full key is refused with its retry time while another key
+// accepts.
+func TestRedisBatchesConcurrentDecisions(t *testing.T) {
+	c := testenv.Redis(t)
+	hook := &countingHook{}
+	c.AddHook(hook)
+	l := NewRedis(c, 10, time.Minute, "furrow-test:"+uuid.NewString()+":")
+	ctx := context.Background()
+	for range 10 {
+		if d, err := l.Allow(ctx, "full"); err != nil || !d.Allowed {
+			t.Fatalf("filling: %+v, %v", d, err)
+		}
+	}
+	before := hook.n.Load()
+	const workers, each = 32, 20
+	var fullAllowed, otherAllowed, badRetry atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				key := "full"
+				if i%2 == 1 {
+					key = "other-" + strconv.Itoa(w)
+				}
+				d, err := l.Allow(ctx, key)
+				switch {
+				case err != nil:
+					t.Error(err)
+				case key == "full" && d.Allowed:
+					fullAllowed.Add(1)
+				case key == "full" && (d.RetryAfter <= 0 || d.RetryAfter > time.Minute):
+					badRetry.Add(1)
+				case key != "full" && d.Allowed:
+					otherAllowed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if fullAllowed.Load() != 0 || badRetry.Load() != 0 {
+		t.Fatalf("full key: %d allowed, %d bad retry-after; want none", fullAllowed.Load(), badRetry.Load())
+	}
+	if otherAllowed.Load() != workers*each/2 {
+		t.Fatalf("other keys: %d allowed, want %d", otherAllowed.Load(), workers*each/2)
+	}
+	if calls := hook.n.Load() - before; calls >= workers*each {
+		t.Fatalf("%d script calls for %d requests: no decisions were shared", calls, workers*each)
 	}
 }
