@@ -28,7 +28,7 @@ type Options struct {
 	// Writers is the number of goroutines that group-commit readings;
 	// default 1. A writer gathers whatever readings queued while its last
 	// statement ran, so one writer makes the fewest, largest batches: on 2
-	// cores at 64 connections it accepted 4,900 readings/s against 4,100
+	// cores at 64 connections it accepted 4,900 readings/s against 4,200
 	// with two (BENCHMARKS.md).
 	Writers int
 	// MaxBatch bounds the readings committed in one transaction; default 256.
