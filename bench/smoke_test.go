@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -112,11 +113,14 @@ func TestSmokeIngest(t *testing.T) {
 		} `json:"ingest"`
 		Ratio float64 `json:"ratio"`
 	}
-	runBench(t, &r, "ingest", "--duration", "2s", "--devices", "20", "--concurrency", "4")
+	const devices = 50
+	runBench(t, &r, "ingest", "--duration", "2s", "--devices", strconv.Itoa(devices), "--concurrency", "4")
 	in := r.Ingest
-	created := in.Status["201"]
-	if created == 0 || created != in.Requests {
-		t.Fatalf("status counts %v of %d requests; want only 201s", in.Status, in.Requests)
+	created, limited := in.Status["201"], in.Status["429"]
+	// A fast machine may reach every device's limit (120 a minute): then
+	// exactly that many are accepted and the rest are 429.
+	if created == 0 || created+limited != in.Requests || (limited > 0 && created != 120*devices) {
+		t.Fatalf("status counts %v of %d requests; want 201s, and 429s only past %d", in.Status, in.Requests, 120*devices)
 	}
 	if in.Stored != created || in.Events != created {
 		t.Errorf("%d created, %d readings and %d events stored", created, in.Stored, in.Events)
