@@ -60,16 +60,22 @@ func (r *eventRows) add(id uuid.UUID, e furrow.Event) {
 	r.data = append(r.data, string(e.Data))
 }
 
-// insertEventsSQL stores events in the outbox. An event that no webhook of
-// its farm subscribes to (enabled or not: a disabled one records it as
-// skipped) is stored as dispatched already ($6 is now): the dispatcher would
-// only claim it and mark it, two more writes of the row for nothing. A
-// webhook thus receives the events stored after it was created. RETURNING
-// says which events wait for the dispatcher.
-const insertEventsSQL = `INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
-	SELECT t.id, t.type, t.farm_id, t.occurred_at_ms, t.data::jsonb,
-		CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.farm_id = t.farm_id
-			AND (w.event_types = '{}' OR t.type = ANY (w.event_types))) THEN NULL ELSE $6::bigint END
+// dispatchedAt is the dispatched_at_ms of a new event of farm and type typ
+// (SQL expressions): NULL, so that the dispatcher takes it, when a webhook
+// of the farm subscribes to the type (enabled or not: a disabled one records
+// it as skipped), else now. An event no webhook waits for is thus stored
+// dispatched already, sparing the two writes of the row that claiming and
+// marking it would cost; a webhook receives the events stored after it was
+// created.
+func dispatchedAt(farm, typ, now string) string {
+	return `CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.farm_id = ` + farm + `
+		AND (w.event_types = '{}' OR ` + typ + ` = ANY (w.event_types))) THEN NULL ELSE ` + now + ` END`
+}
+
+// insertEventsSQL stores events in the outbox ($6 is now). RETURNING says
+// which events wait for the dispatcher (see storedEvents).
+var insertEventsSQL = `INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
+	SELECT t.id, t.type, t.farm_id, t.occurred_at_ms, t.data::jsonb, ` + dispatchedAt("t.farm_id", "t.type", "$6::bigint") + `
 	FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[])
 		AS t(id, type, farm_id, occurred_at_ms, data)
 	RETURNING id, dispatched_at_ms IS NULL`
@@ -78,19 +84,17 @@ func (r *eventRows) args(nowMs int64) []any {
 	return []any{r.ids, r.types, r.farms, r.occurred, r.data, nowMs}
 }
 
-// pendingEvents reads the RETURNING rows of insertEventsSQL: the ids of
-// the events that wait for the dispatcher.
-func pendingEvents(rows pgx.Rows) (map[uuid.UUID]bool, error) {
-	pending := map[uuid.UUID]bool{}
+// storedEvents reads rows of (event id, waits for the dispatcher): the ids
+// stored, and those that wait.
+func storedEvents(rows pgx.Rows) (stored, pending map[uuid.UUID]bool, err error) {
+	stored, pending = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
 	var id uuid.UUID
 	var p bool
-	_, err := pgx.ForEachRow(rows, []any{&id, &p}, func() error {
-		if p {
-			pending[id] = true
-		}
+	_, err = pgx.ForEachRow(rows, []any{&id, &p}, func() error {
+		stored[id], pending[id] = true, p
 		return nil
 	})
-	return pending, err
+	return stored, pending, err
 }
 
 // CreateEvent stores e in the outbox and returns it. An empty ID gets a new
@@ -114,7 +118,7 @@ func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.Event, er
 	var rows eventRows
 	rows.add(id, e)
 	res, _ := db.pool.Query(ctx, insertEventsSQL, rows.args(db.nowMs())...) // Its error is res's.
-	pending, err := pendingEvents(res)
+	_, pending, err := storedEvents(res)
 	if err != nil {
 		return furrow.Event{}, translate(err, "create event", "farm")
 	}

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/furrowhq/furrow"
@@ -221,12 +220,10 @@ func rowLevel(err error) bool {
 // storeReadingsSQL stores a batch in one statement, so that one snapshot
 // decides which readings are stored: a reading whose device is gone, or
 // whose key is no longer the device's, is left out together with its event
-// and its last-seen update. The events follow insertEventsSQL: stored
-// dispatched when no webhook of the farm subscribes to metric.value.
+// and its last-seen update. Events are stored as insertEventsSQL does.
 // Devices are updated in id order so that concurrent batches lock them in
-// the same order. The result is the stored events and whether they wait for
-// the dispatcher.
-const storeReadingsSQL = `
+// the same order. The result is that of insertEventsSQL.
+var storeReadingsSQL = `
 WITH u AS (
 	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::uuid[], $4::integer[], $5::text[], $6::bigint[], $7::uuid[], $8::text[])
 		AS u(device_id, key_hash, farm_id, metric_id, value, ts_ms, event_id, data)),
@@ -238,9 +235,7 @@ r AS (
 	SELECT device_id, farm_id, metric_id, value, ts_ms FROM ok),
 e AS (
 	INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
-	SELECT ok.event_id, $9::text, ok.farm_id, ok.ts_ms, ok.data::jsonb,
-		CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.farm_id = ok.farm_id
-			AND (w.event_types = '{}' OR $9::text = ANY (w.event_types))) THEN NULL ELSE $10::bigint END
+	SELECT ok.event_id, $9::text, ok.farm_id, ok.ts_ms, ok.data::jsonb, ` + dispatchedAt("ok.farm_id", "$9::text", "$10::bigint") + `
 	FROM ok
 	RETURNING id, dispatched_at_ms IS NULL),
 t AS (
@@ -271,7 +266,7 @@ func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingest
 	}
 	rows, _ := db.pool.Query(ctx, storeReadingsSQL, devices, keys, farms, metrics, values, stamps, events, data,
 		furrow.EventMetricValue, db.nowMs()) // Its error is rows'.
-	pending, stored, err := storedEvents(rows)
+	stored, pending, err := storedEvents(rows)
 	if err != nil {
 		return nil, err
 	}
@@ -293,15 +288,3 @@ var (
 	errKeyRevoked = furrow.Errorf(furrow.EUNAUTHORIZED, "the key is no longer the device's")
 	errDeviceGone = furrow.Errorf(furrow.ENOTFOUND, "device not found")
 )
-
-// storedEvents reads the result of storeReadingsSQL.
-func storedEvents(rows pgx.Rows) (pending, stored map[uuid.UUID]bool, err error) {
-	pending, stored = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
-	var id uuid.UUID
-	var p bool
-	_, err = pgx.ForEachRow(rows, []any{&id, &p}, func() error {
-		stored[id], pending[id] = true, p
-		return nil
-	})
-	return pending, stored, err
-}

@@ -51,7 +51,7 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 			return err
 		}
 		res, _ := tx.Query(ctx, insertEventsSQL, batch.args(now)...) // Its error is res's.
-		pending, err := pendingEvents(res)
+		_, pending, err := storedEvents(res)
 		for i := range events {
 			events[i].Pending = pending[batch.ids[i]]
 		}
