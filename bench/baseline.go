@@ -19,6 +19,9 @@ type BaselineConfig struct {
 	DatabaseURL string
 	Concurrency int
 	Duration    time.Duration
+	// Warmup runs the same work first, unmeasured, while the connections
+	// open.
+	Warmup time.Duration
 }
 
 // BaselineResult is what a baseline run measured.
@@ -57,8 +60,7 @@ func Baseline(ctx context.Context, cfg BaselineConfig) (BaselineResult, error) {
 	if err != nil {
 		return BaselineResult{}, err
 	}
-	p := newPace(cfg.Duration, 0)
-	t := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, t *tally) {
+	work := func(ctx context.Context, i int64, t *tally) {
 		began := time.Now()
 		if err := readingTx(ctx, pool, farm, devices[i%int64(len(devices))], i); err != nil {
 			t.failures++
@@ -66,7 +68,12 @@ func Baseline(ctx context.Context, cfg BaselineConfig) (BaselineResult, error) {
 			return
 		}
 		t.latencies = append(t.latencies, time.Since(began))
-	})
+	}
+	if cfg.Warmup > 0 {
+		runLoad(ctx, cfg.Concurrency, newPace(cfg.Warmup, 0), work)
+	}
+	p := newPace(cfg.Duration, 0)
+	t := runLoad(ctx, cfg.Concurrency, p, work)
 	elapsed := time.Since(p.start)
 	r := BaselineResult{Transactions: int64(len(t.latencies)), Failures: t.failures, Elapsed: elapsed, Latency: Summarize(t.latencies)}
 	r.TPS = perSecond(r.Transactions, elapsed)

@@ -27,6 +27,10 @@ type IngestConfig struct {
 	Devices         int
 	Concurrency     int
 	Duration        time.Duration
+	// Warmup is posted before Duration and reported apart: the server opens
+	// its connections and learns the fleet's keys meanwhile. Its requests
+	// are checked like the others.
+	Warmup time.Duration
 	// Rate is the offered load in requests per second; 0 is full speed.
 	Rate float64
 	// Pid, when positive, is the server whose memory is read after the run.
@@ -50,23 +54,52 @@ type IngestResult struct {
 	Events        int64   `json:"events"`
 	Memory        *Memory `json:"memory,omitempty"`
 	StartedServer string  `json:"started_server,omitempty"`
+	// Warmup is what the warm-up observed, not counted above.
+	Warmup *Phase `json:"warmup,omitempty"`
 	// ServerCPU is the CPU seconds the server used during the load (when
 	// its pid is known): per request, a figure a busy machine barely moves.
 	ServerCPU float64 `json:"server_cpu_s,omitempty"`
 }
 
-// Created returns the number of 201 answers.
+// Phase is the figures of a part of a run.
+type Phase struct {
+	Requests int64            `json:"requests"`
+	Elapsed  time.Duration    `json:"-"`
+	Latency  Summary          `json:"latency"`
+	Status   map[string]int64 `json:"status"`
+	Failures int64            `json:"failures"`
+}
+
+// Created returns the number of 201 answers, warm-up excluded.
 func (r IngestResult) Created() int64 { return r.Status["201"] }
 
-// ServerErrors returns the number of 5xx answers.
+// CreatedInAll returns the number of 201 answers, warm-up included: the
+// readings that must be stored.
+func (r IngestResult) CreatedInAll() int64 {
+	if r.Warmup == nil {
+		return r.Created()
+	}
+	return r.Created() + r.Warmup.Status["201"]
+}
+
+// ServerErrors returns the number of 5xx answers, warm-up included.
 func (r IngestResult) ServerErrors() int64 {
 	var n int64
-	for code, c := range r.Status {
-		if strings.HasPrefix(code, "5") {
-			n += c
+	for _, status := range []map[string]int64{r.Status, r.warmupStatus()} {
+		for code, c := range status {
+			if strings.HasPrefix(code, "5") {
+				n += c
+			}
 		}
 	}
 	return n
+}
+
+func (r IngestResult) warmupStatus() map[string]int64 {
+	if r.Warmup == nil {
+		return nil
+	}
+	return r.Warmup.Status
 }
 
 // Ingest creates a user, a fresh farm and cfg.Devices devices, then posts
@@ -103,23 +136,36 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 	}
 	log.Info("fleet ready", "farm", fleet.farm, "devices", len(fleet.devices))
 	hc := loadClient(cfg.Concurrency)
+	post := func(prefix string) func(ctx context.Context, i int64, t *tally) {
+		return func(ctx context.Context, i int64, t *tally) {
+			d := fleet.devices[i%int64(len(fleet.devices))]
+			began := time.Now()
+			status, _, err := postReading(ctx, hc, tg.url, d, prefix+strconv.FormatInt(i, 10))
+			if err != nil {
+				t.failures++
+				t.lastErr = err
+				return
+			}
+			t.latencies = append(t.latencies, time.Since(began))
+			t.status[status]++
+		}
+	}
+	var warm *Phase
+	if cfg.Warmup > 0 {
+		p := newPace(cfg.Warmup, cfg.Rate)
+		w := runLoad(ctx, cfg.Concurrency, p, post("w"))
+		warm = &Phase{Elapsed: time.Since(p.start), Failures: w.failures, Latency: Summarize(w.latencies), Status: map[string]int64{}}
+		for code, n := range w.status {
+			warm.Status[strconv.Itoa(code)] = n
+			warm.Requests += n
+		}
+	}
 	cpu := startCPU(tg.pid)
 	p := newPace(cfg.Duration, cfg.Rate)
-	t := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, t *tally) {
-		d := fleet.devices[i%int64(len(fleet.devices))]
-		began := time.Now()
-		status, _, err := postReading(ctx, hc, tg.url, d, strconv.FormatInt(i, 10))
-		if err != nil {
-			t.failures++
-			t.lastErr = err
-			return
-		}
-		t.latencies = append(t.latencies, time.Since(began))
-		t.status[status]++
-	})
+	t := runLoad(ctx, cfg.Concurrency, p, post(""))
 	elapsed := time.Since(p.start)
 	hc.CloseIdleConnections()
-	r := IngestResult{Elapsed: elapsed, Status: map[string]int64{}, Failures: t.failures, ServerCPU: cpu.stop()}
+	r := IngestResult{Elapsed: elapsed, Status: map[string]int64{}, Failures: t.failures, ServerCPU: cpu.stop(), Warmup: warm}
 	for code, n := range t.status {
 		r.Status[strconv.Itoa(code)] = n
 		r.Requests += n

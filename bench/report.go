@@ -20,7 +20,11 @@ func (r IngestResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "ingest: %d answers in %.1fs = %.0f req/s; 201: %.0f/s\n", r.Requests, r.Elapsed.Seconds(), r.RPS, r.CreatedRPS)
 	fmt.Fprintf(w, "  latency %s\n", r.Latency)
 	fmt.Fprintf(w, "  status %s; no answer: %d\n", statusLine(r.Status), r.Failures)
-	fmt.Fprintf(w, "  stored: %d readings, %d metric.value events for %d created\n", r.Stored, r.Events, r.Created())
+	if wu := r.Warmup; wu != nil {
+		fmt.Fprintf(w, "  warm-up before, not in the figures above: %d answers in %.1fs, latency %s, status %s; no answer: %d\n",
+			wu.Requests, wu.Elapsed.Seconds(), wu.Latency, statusLine(wu.Status), wu.Failures)
+	}
+	fmt.Fprintf(w, "  stored: %d readings, %d metric.value events for %d created\n", r.Stored, r.Events, r.CreatedInAll())
 	if r.ServerCPU > 0 && r.Requests > 0 {
 		fmt.Fprintf(w, "  server CPU: %.1fs = %.2f ms per request\n", r.ServerCPU, 1000*r.ServerCPU/float64(r.Requests))
 	}
@@ -35,10 +39,10 @@ func (r IngestResult) Check() error {
 	switch {
 	case r.ServerErrors() > 0:
 		return fmt.Errorf("ingest: %d server errors", r.ServerErrors())
-	case r.Failures > 0:
-		return fmt.Errorf("ingest: %d requests got no answer, last: %s", r.Failures, r.LastFailure)
-	case r.Stored < r.Created() || r.Events < r.Created():
-		return fmt.Errorf("ingest: %d readings created but %d stored with %d events", r.Created(), r.Stored, r.Events)
+	case r.Failures > 0 || (r.Warmup != nil && r.Warmup.Failures > 0):
+		return fmt.Errorf("ingest: requests got no answer, last: %s", r.LastFailure)
+	case r.Stored < r.CreatedInAll() || r.Events < r.CreatedInAll():
+		return fmt.Errorf("ingest: %d readings created but %d stored with %d events", r.CreatedInAll(), r.Stored, r.Events)
 	}
 	return nil
 }

@@ -38,13 +38,14 @@ func runBench(ctx context.Context, cfg Config, args []string, stdout io.Writer, 
 func benchBaseline(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, jsonOut *bool) error {
 	conc := fs.Int("concurrency", 64, "connections")
 	dur := fs.Duration("duration", 10*time.Second, "how long to run")
+	warm := fs.Duration("warmup", 2*time.Second, "how long to run first, unmeasured, while connections open")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *conc < 1 || *dur <= 0 {
+	if *conc < 1 || *dur <= 0 || *warm < 0 {
 		return fmt.Errorf("bench baseline: --concurrency and --duration must be positive: %w", errUsage)
 	}
-	r, err := bench.Baseline(ctx, bench.BaselineConfig{DatabaseURL: cfg.DatabaseURL, Concurrency: *conc, Duration: *dur})
+	r, err := bench.Baseline(ctx, bench.BaselineConfig{DatabaseURL: cfg.DatabaseURL, Concurrency: *conc, Duration: *dur, Warmup: *warm})
 	if err != nil {
 		return err
 	}
@@ -62,13 +63,14 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	fs.IntVar(&c.Devices, "devices", 1000, "devices, each with its own key; requests go to each in turn")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "connections")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to post")
+	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "how long to post first, reported apart (connections opened, keys learnt)")
 	fs.Float64Var(&c.Rate, "rate", 0, "requests per second in total; 0 is full speed")
 	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
 	skip := fs.Bool("skip-baseline", false, "do not run the baseline first")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if c.Devices < 1 || c.Concurrency < 1 || c.Duration <= 0 || c.Rate < 0 {
+	if c.Devices < 1 || c.Concurrency < 1 || c.Duration <= 0 || c.Rate < 0 || c.Warmup < 0 {
 		return fmt.Errorf("bench ingest: --devices, --concurrency and --duration must be positive: %w", errUsage)
 	}
 	var err error
@@ -81,9 +83,9 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 		Ratio    float64               `json:"ratio,omitempty"`
 	}
 	if !*skip {
-		// Same duration and connections as the ingest run, just before it,
-		// so the ratio compares like with like on a noisy machine.
-		b, err := bench.Baseline(ctx, bench.BaselineConfig{DatabaseURL: cfg.DatabaseURL, Concurrency: c.Concurrency, Duration: c.Duration})
+		// Same duration, warm-up and connections as the ingest run, just
+		// before it, so the ratio compares like with like on a noisy machine.
+		b, err := bench.Baseline(ctx, bench.BaselineConfig{DatabaseURL: cfg.DatabaseURL, Concurrency: c.Concurrency, Duration: c.Duration, Warmup: c.Warmup})
 		if err != nil {
 			return err
 		}
