@@ -25,8 +25,9 @@ type deviceCredential struct {
 	device furrow.Device
 	key    string
 	// bearer is the device key presented, "" for a certificate; the store
-	// checks it again when it stores the reading.
+	// checks it again when it stores the reading. sum is its SHA-256.
 	bearer string
+	sum    keySum
 	// cached means the device came from the key cache, unchecked so far.
 	cached bool
 }
@@ -43,8 +44,8 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 		return deviceCredential{}, err
 	}
 	sum := sha256.Sum256([]byte(key))
-	cred := deviceCredential{key: "key:" + hex.EncodeToString(sum[:16]), bearer: key}
-	if d, ok := s.keys.get(key); ok {
+	cred := deviceCredential{key: "key:" + hex.EncodeToString(sum[:16]), bearer: key, sum: sum}
+	if d, ok := s.keys.get(sum); ok {
 		cred.device, cred.cached = d, true
 		return cred, nil
 	}
@@ -52,7 +53,7 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 	if err != nil {
 		return deviceCredential{}, unauthorizedOr(err)
 	}
-	s.keys.put(key, d)
+	s.keys.put(sum, d)
 	cred.device = d
 	return cred, nil
 }
@@ -63,7 +64,7 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 // key had been looked up. It returns refusal otherwise.
 func (s *server) recheckKey(w http.ResponseWriter, r *http.Request, cred deviceCredential, refusal error) error {
 	if furrow.ErrorCode(refusal) == furrow.EUNAUTHORIZED {
-		s.keys.forget(cred.bearer)
+		s.keys.forget(cred.sum)
 		return errCredentialInvalid
 	}
 	if !cred.cached {
@@ -73,7 +74,7 @@ func (s *server) recheckKey(w http.ResponseWriter, r *http.Request, cred deviceC
 	if furrow.ErrorCode(err) != furrow.ENOTFOUND {
 		return refusal // Still valid, or the lookup failed: the refusal stands.
 	}
-	s.keys.forget(cred.bearer)
+	s.keys.forget(cred.sum)
 	w.Header().Del("Retry-After")
 	return errCredentialInvalid
 }

@@ -11,24 +11,27 @@ import (
 // 100 bytes each.
 const keyCacheSize = 100_000
 
+// keySum is the SHA-256 of a device key.
+type keySum = [sha256.Size]byte
+
 // keyCache remembers the device of each bearer key seen, so that a reading
 // costs no lookup of its key. That is safe because the store checks the key
 // again in the transaction that stores the reading (see
 // furrow.ReadingService.CreateReading), and every other answer given to a
 // cached key is checked against the store first (recheckKey): a revoked key
-// gets 401 at once and is forgotten. Entries are keyed by the key's SHA-256.
+// gets 401 at once and is forgotten. Entries are keyed by the key's SHA-256,
+// which the caller has computed anyway for the rate-limit key.
 type keyCache struct {
 	mu      sync.Mutex
-	devices map[[sha256.Size]byte]furrow.Device
+	devices map[keySum]furrow.Device
 	max     int
 }
 
 func newKeyCache(max int) *keyCache {
-	return &keyCache{devices: make(map[[sha256.Size]byte]furrow.Device), max: max}
+	return &keyCache{devices: make(map[keySum]furrow.Device), max: max}
 }
 
-func (c *keyCache) get(key string) (furrow.Device, bool) {
-	h := sha256.Sum256([]byte(key))
+func (c *keyCache) get(h keySum) (furrow.Device, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.devices[h]
@@ -37,8 +40,7 @@ func (c *keyCache) get(key string) (furrow.Device, bool) {
 
 // put remembers key's device. When the cache is full an arbitrary entry
 // makes room: its key costs one lookup the next time.
-func (c *keyCache) put(key string, d furrow.Device) {
-	h := sha256.Sum256([]byte(key))
+func (c *keyCache) put(h keySum, d furrow.Device) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.devices[h]; !ok && len(c.devices) >= c.max {
@@ -50,8 +52,7 @@ func (c *keyCache) put(key string, d furrow.Device) {
 	c.devices[h] = d
 }
 
-func (c *keyCache) forget(key string) {
-	h := sha256.Sum256([]byte(key))
+func (c *keyCache) forget(h keySum) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.devices, h)

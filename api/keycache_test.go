@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"net/http"
 	"testing"
 
@@ -84,17 +85,18 @@ func TestCachedKeyValidKeepsItsRefusal(t *testing.T) {
 
 func TestKeyCacheBounded(t *testing.T) {
 	c := newKeyCache(2)
+	sum := func(k string) keySum { return sha256.Sum256([]byte(k)) }
 	for _, k := range []string{"a", "b", "c"} {
-		c.put(k, furrow.Device{Name: k})
+		c.put(sum(k), furrow.Device{Name: k})
 	}
 	if len(c.devices) != 2 {
 		t.Fatalf("cache holds %d entries, want 2", len(c.devices))
 	}
-	if d, ok := c.get("c"); !ok || d.Name != "c" {
+	if d, ok := c.get(sum("c")); !ok || d.Name != "c" {
 		t.Fatalf("the newest entry is missing")
 	}
-	c.forget("c")
-	if _, ok := c.get("c"); ok {
+	c.forget(sum("c"))
+	if _, ok := c.get(sum("c")); ok {
 		t.Fatalf("forget kept the entry")
 	}
 }
