@@ -149,4 +149,9 @@ type Retention interface {
 	// PruneEvents removes dispatched events that occurred before before, in
 	// bounded batches, and returns how many were removed.
 	PruneEvents(ctx context.Context, before time.Time) (int64, error)
+	// PruneReadings creates the readings partitions of the coming days
+	// and, unless before is zero (keep forever), drops the whole day
+	// partitions that end at or before it. It returns about how many
+	// readings went.
+	PruneReadings(ctx context.Context, before time.Time) (int64, error)
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -40,7 +39,8 @@ func (db *DB) AddAttempt(ctx context.Context, a furrow.Attempt) error {
 	a.Error = storableText(a.Error)
 	err = db.insertAttempt(ctx, a, eventID)
 	if isMissingPartition(err) {
-		if err = db.ensurePartitions(ctx, time.UnixMilli(a.AtMs), 1); err == nil {
+		db.attemptParts.forget()
+		if err = db.attemptParts.ensure(ctx, db, a.AtMs); err == nil {
 			err = db.insertAttempt(ctx, a, eventID)
 		}
 	}
@@ -110,39 +110,5 @@ func (db *DB) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]f
 // go, so the cost does not grow with the log, and attempts are kept up to a
 // day longer than asked. It also creates the partitions of the next days.
 func (db *DB) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
-	if err := db.ensurePartitions(ctx, db.clock.Now(), partitionsAhead); err != nil {
-		return 0, err
-	}
-	days, err := db.partitionDays(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, day := range days {
-		if day.AddDate(0, 0, 1).After(before) {
-			continue
-		}
-		n, err := db.dropPartition(ctx, day)
-		if err != nil {
-			return total, err
-		}
-		total += n
-	}
-	return total, nil
-}
-
-func (db *DB) dropPartition(ctx context.Context, day time.Time) (int64, error) {
-	var n int64
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		name := partitionName(day)
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+name).Scan(&n); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "DROP TABLE "+name)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: drop attempts partition: %w", err)
-	}
-	return n, nil
+	return db.attemptParts.prune(ctx, db, before)
 }

@@ -26,3 +26,8 @@ func CommitTogether(db *DB, rs []furrow.Reading, keys ...string) []error {
 	}
 	return errs
 }
+
+// MigrateUpTo applies the migrations up to and including version.
+func MigrateUpTo(ctx context.Context, databaseURL, version string) error {
+	return migrate(ctx, databaseURL, version)
+}

@@ -185,7 +185,7 @@ func (in *ingester) commit(batch []*ingestReq) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	refused, err := in.db.writeReadings(ctx, live)
+	refused, err := in.db.writeReadingsPartitioned(ctx, live)
 	if err == nil || len(live) == 1 || !rowLevel(err) {
 		for _, r := range live {
 			r.done <- cmp.Or(translate(err, "create reading", "device"), refused[r])
@@ -196,7 +196,7 @@ func (in *ingester) commit(batch []*ingestReq) {
 	in.db.log.Warn("store: reading batch failed, retrying its rows one by one",
 		"rows", len(live), "sqlstate", sqlState(err))
 	for _, r := range live {
-		refused, err := in.db.writeReadings(ctx, []*ingestReq{r})
+		refused, err := in.db.writeReadingsPartitioned(ctx, []*ingestReq{r})
 		r.done <- cmp.Or(translate(err, "create reading", "device"), refused[r])
 	}
 }
@@ -243,6 +243,27 @@ t AS (
 	FROM (SELECT device_id, max(ts_ms) AS ts FROM ok GROUP BY device_id ORDER BY device_id) x
 	WHERE d.id = x.device_id)
 SELECT * FROM e`
+
+// writeReadingsPartitioned is writeReadings once the day partitions of
+// reqs exist: known ones cost a map lookup, and a partition dropped by
+// another process is found by the insert and created again.
+func (db *DB) writeReadingsPartitioned(ctx context.Context, reqs []*ingestReq) (map[*ingestReq]error, error) {
+	stamps := make([]int64, len(reqs))
+	for i, q := range reqs {
+		stamps[i] = q.reading.Timestamp
+	}
+	if err := db.readingParts.ensure(ctx, db, stamps...); err != nil {
+		return nil, err
+	}
+	refused, err := db.writeReadings(ctx, reqs)
+	if isMissingPartition(err) {
+		db.readingParts.forget()
+		if err = db.readingParts.ensure(ctx, db, stamps...); err == nil {
+			refused, err = db.writeReadings(ctx, reqs)
+		}
+	}
+	return refused, err
+}
 
 // writeReadings stores reqs, their events and their devices' last-seen
 // times in one transaction of one statement, and settles each request's

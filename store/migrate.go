@@ -56,6 +56,12 @@ func MigrationsDigest() string {
 // advisory lock lets several processes call it at once. It uses one
 // connection and closes it before returning. It returns the first error met.
 func Migrate(ctx context.Context, databaseURL string) error {
+	return migrate(ctx, databaseURL, "")
+}
+
+// migrate applies the migrations up to and including version upTo, or all
+// of them when upTo is empty.
+func migrate(ctx context.Context, databaseURL, upTo string) error {
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
 		return fmt.Errorf("store: migrate: connect: %w", err)
@@ -71,6 +77,9 @@ func Migrate(ctx context.Context, databaseURL string) error {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	for _, m := range migrations() {
+		if upTo != "" && m.version > upTo {
+			break
+		}
 		if err := applyMigration(ctx, conn, m); err != nil {
 			return err
 		}

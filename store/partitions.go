@@ -3,73 +3,215 @@ package store
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// partitionsAhead is how many days of delivery-log partitions exist ahead
-// of today, so that inserts rarely create one.
+// partitionsAhead is how many days of partitions exist ahead of today, so
+// that inserts rarely create one.
 const partitionsAhead = 3
 
 // partitionLockKey serializes partition DDL across processes.
 const partitionLockKey = 0x66757273
 
-const partitionPrefix = "delivery_attempts_p"
-
-// partitionName is the table holding the attempts of day (UTC).
-func partitionName(day time.Time) string {
-	return partitionPrefix + day.UTC().Format("20060102")
+// dayPartitions manages a table range-partitioned by a bigint column of
+// epoch milliseconds, one partition per UTC day named prefix+YYYYMMDD.
+// Other partitions (such as the pre-partitioning rows of readings) are
+// left alone, and no day overlapping them is created.
+type dayPartitions struct {
+	parent string
+	prefix string
+	// estimate makes prune report the planner's row estimate of a dropped
+	// partition instead of counting it, for tables whose days are large.
+	estimate bool
+	known    sync.Map // day start (ms) -> struct{}: partitions known to exist
 }
 
+// partition is one partition of a parent and its range [from, to) in ms;
+// from is nil for MINVALUE.
+type partition struct {
+	name string
+	from *int64
+	to   int64
+}
+
+// day is a UTC day.
 func utcDay(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-// ensurePartitions creates the day partitions of the delivery log for
-// days days from the day of from, those missing only.
-func (db *DB) ensurePartitions(ctx context.Context, from time.Time, days int) error {
+func (p *dayPartitions) name(day time.Time) string {
+	return p.prefix + day.UTC().Format("20060102")
+}
+
+// ensure creates the partitions of the days of stamps (ms) and of the
+// partitionsAhead days from the first, those not known to exist. It costs
+// a map lookup when they all are.
+func (p *dayPartitions) ensure(ctx context.Context, db *DB, stamps ...int64) error {
+	var days []time.Time
+	for _, ms := range stamps {
+		if d := utcDay(time.UnixMilli(ms)); !p.isKnown(d) {
+			days = append(days, d)
+		}
+	}
+	if len(days) == 0 {
+		return nil
+	}
+	return p.create(ctx, db, days)
+}
+
+// ensureAhead creates the partitions of the partitionsAhead days from now.
+func (p *dayPartitions) ensureAhead(ctx context.Context, db *DB, now time.Time) error {
+	days := make([]time.Time, partitionsAhead)
+	for i := range days {
+		days[i] = utcDay(now).AddDate(0, 0, i)
+	}
+	return p.create(ctx, db, days)
+}
+
+func (p *dayPartitions) isKnown(day time.Time) bool {
+	_, ok := p.known.Load(day.UnixMilli())
+	return ok
+}
+
+// forget drops what p believes exists, after an insert found a partition
+// missing (dropped by another process).
+func (p *dayPartitions) forget() { p.known.Clear() }
+
+// create makes the missing partitions of days, under a lock that keeps
+// processes from racing on the same DDL.
+func (p *dayPartitions) create(ctx context.Context, db *DB, days []time.Time) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
-		for i := range days {
-			day := utcDay(from).AddDate(0, 0, i)
+		existing, err := p.list(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, day := range days {
+			from, to := day.UnixMilli(), day.AddDate(0, 0, 1).UnixMilli()
+			if overlaps(existing, from, to) {
+				continue
+			}
 			// Names and bounds are computed here, never taken from input.
-			sql := fmt.Sprintf(
-				"CREATE TABLE IF NOT EXISTS %s PARTITION OF delivery_attempts FOR VALUES FROM (%d) TO (%d)",
-				partitionName(day), day.UnixMilli(), day.AddDate(0, 0, 1).UnixMilli())
+			sql := fmt.Sprintf("CREATE TABLE %s PARTITION OF %s FOR VALUES FROM (%d) TO (%d)",
+				p.name(day), p.parent, from, to)
 			if _, err := tx.Exec(ctx, sql); err != nil {
 				return err
 			}
+			existing = append(existing, partition{name: p.name(day), from: &from, to: to})
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: create attempts partitions: %w", err)
+		return fmt.Errorf("store: create %s partitions: %w", p.parent, err)
+	}
+	for _, day := range days {
+		p.known.Store(day.UnixMilli(), struct{}{})
 	}
 	return nil
 }
 
-// partitionDays returns the days of the existing delivery-log partitions.
-func (db *DB) partitionDays(ctx context.Context) ([]time.Time, error) {
-	rows, _ := db.pool.Query(ctx, `SELECT c.relname FROM pg_inherits i
-		JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'delivery_attempts'::regclass`)
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("store: list attempts partitions: %w", err)
+// overlaps reports whether [from, to) meets a partition of parts. A day
+// already covered, by its own partition or another, needs none.
+func overlaps(parts []partition, from, to int64) bool {
+	for _, pt := range parts {
+		if (pt.from == nil || *pt.from < to) && from < pt.to {
+			return true
+		}
 	}
-	var days []time.Time
-	for _, n := range names {
-		if len(n) <= len(partitionPrefix) {
+	return false
+}
+
+// boundRE reads a range partition's bound as pg_get_expr prints it.
+var boundRE = regexp.MustCompile(`^FOR VALUES FROM \((MINVALUE|'?(-?\d+)'?)\) TO \('?(-?\d+)'?\)$`)
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// list returns the partitions of p's parent with their ranges.
+func (p *dayPartitions) list(ctx context.Context, q querier) ([]partition, error) {
+	rows, _ := q.Query(ctx, `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid)
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = $1::regclass`, p.parent)
+	type raw struct{ name, bound string }
+	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (raw, error) {
+		var x raw
+		err := r.Scan(&x.name, &x.bound)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s partitions: %w", p.parent, err)
+	}
+	parts := make([]partition, 0, len(rs))
+	for _, x := range rs {
+		m := boundRE.FindStringSubmatch(x.bound)
+		if m == nil {
+			return nil, fmt.Errorf("store: partition %s has an unexpected bound %q", x.name, x.bound)
+		}
+		pt := partition{name: x.name}
+		if m[1] != "MINVALUE" {
+			from, _ := strconv.ParseInt(m[2], 10, 64)
+			pt.from = &from
+		}
+		pt.to, _ = strconv.ParseInt(m[3], 10, 64)
+		parts = append(parts, pt)
+	}
+	return parts, nil
+}
+
+// prune creates the partitions ahead of now, then drops every partition
+// that ends at or before before, each in its own short transaction, and
+// returns how many rows they held (estimated when p.estimate).
+func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (int64, error) {
+	if err := p.ensureAhead(ctx, db, db.clock.Now()); err != nil {
+		return 0, err
+	}
+	parts, err := p.list(ctx, db.pool)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, pt := range parts {
+		if pt.to > before.UnixMilli() {
 			continue
 		}
-		day, err := time.Parse("20060102", n[len(partitionPrefix):])
-		if err == nil {
-			days = append(days, day)
+		n, err := p.drop(ctx, db, pt.name)
+		if err != nil {
+			return total, err
 		}
+		total += n
 	}
-	return days, nil
+	return total, nil
+}
+
+func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, error) {
+	var n int64
+	ident := pgx.Identifier{name}.Sanitize()
+	count := "SELECT count(*) FROM " + ident
+	if p.estimate {
+		count = "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = '" + ident + "'::regclass"
+	}
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, count).Scan(&n); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DROP TABLE "+ident)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: drop %s partition: %w", p.parent, err)
+	}
+	p.forget()
+	return n, nil
 }

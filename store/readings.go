@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -70,4 +71,16 @@ func readingsQuery(f furrow.ReadingFilter, limit int) (string, []any) {
 	}
 	cond(" ORDER BY ts_ms DESC, seq DESC LIMIT $%d", limit)
 	return q, args
+}
+
+// PruneReadings creates the partitions of readings for the next days and,
+// unless before is zero, drops the day partitions that end at or before
+// it: whole days go, so readings are kept up to a day longer than asked and
+// the cost does not grow with the table. The count returned is the
+// planner's estimate of the rows dropped.
+func (db *DB) PruneReadings(ctx context.Context, before time.Time) (int64, error) {
+	if before.IsZero() {
+		return 0, db.readingParts.ensureAhead(ctx, db, db.clock.Now())
+	}
+	return db.readingParts.prune(ctx, db, before)
 }

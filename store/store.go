@@ -41,6 +41,10 @@ type DB struct {
 	clock  furrow.Clock
 	log    *slog.Logger
 	ingest *ingester
+	// attemptParts and readingParts are the day partitions of the delivery
+	// log and of readings.
+	attemptParts *dayPartitions
+	readingParts *dayPartitions
 }
 
 // Compile-time checks that DB implements the service interfaces.
@@ -70,7 +74,10 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
 	}
-	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger}
+	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger,
+		attemptParts: &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
+		readingParts: &dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
+	}
 	db.ingest = startIngester(db, opts.Writers, opts.MaxBatch)
 	return db, nil
 }

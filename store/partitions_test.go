@@ -1,0 +1,216 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/testclock"
+	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/furrowhq/furrow/store"
+)
+
+// futureClock is far past any partitioning boundary a template database
+// may have, so its readings go to day partitions.
+func futureClock() *testclock.Clock {
+	return testclock.New(time.Date(2031, 3, 10, 23, 59, 59, 0, time.UTC))
+}
+
+// readingPartitions lists the partitions of readings by name, with their
+// row counts.
+func readingPartitions(t *testing.T, url string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, _ := conn.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'readings'::regclass`)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, n := range names {
+		var c int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{n}.Sanitize()).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		out[n] = c
+	}
+	return out
+}
+
+func TestMigrationPartitionsPopulatedReadings(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
+	if err := store.MigrateUpTo(ctx, url, "0001_init.sql"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	farm, device := uuid.New(), uuid.New()
+	now := time.Now().UnixMilli()
+	setup := []string{
+		fmt.Sprintf("INSERT INTO farms (id, name, created_at_ms) VALUES ('%s', 'f', 0)", farm),
+		fmt.Sprintf("INSERT INTO devices (id, farm_id, name, key_hash, created_at_ms) VALUES ('%s', '%s', 'd', '\\x01', 0)", device, farm),
+		// 5,000 readings over the last 50 days, oldest first.
+		fmt.Sprintf(`INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms)
+			SELECT '%s', '%s', g %% 7, g::text, %d - (5000 - g)::bigint * 864000 FROM generate_series(1, 5000) g`, device, farm, now),
+	}
+	for _, q := range setup {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var beforeSum, beforeMax int64
+	if err := conn.QueryRow(ctx, "SELECT sum(seq), max(seq) FROM readings").Scan(&beforeSum, &beforeMax); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatalf("Migrate over a populated readings table: %v", err)
+	}
+
+	var kind string
+	var n, afterSum int64
+	if err := conn.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = 'readings'::regclass").Scan(&kind); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*), sum(seq) FROM readings").Scan(&n, &afterSum); err != nil {
+		t.Fatal(err)
+	}
+	if kind != "p" || n != 5000 || afterSum != beforeSum {
+		t.Fatalf("after migration: relkind %q, %d readings, seq sum %d; want partitioned, 5000, %d", kind, n, afterSum, beforeSum)
+	}
+	if parts := readingPartitions(t, url); parts["readings_p_legacy"] != 5000 {
+		t.Fatalf("partitions %v: want the old rows in readings_p_legacy", parts)
+	}
+
+	// The store pages through old and new rows alike, and new rows follow
+	// the old sequence.
+	db, err := store.Open(ctx, url, store.Options{Clock: futureClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d := furrow.Device{ID: device, FarmID: farm}
+	r, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: farm, DeviceID: d.ID, MetricID: 1, Value: "new"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newSeq int64
+	if err := conn.QueryRow(ctx, "SELECT seq FROM readings WHERE value = 'new'").Scan(&newSeq); err != nil {
+		t.Fatal(err)
+	}
+	if newSeq <= beforeMax {
+		t.Fatalf("new reading's seq %d, want above %d", newSeq, beforeMax)
+	}
+	all := pageAll(t, db, furrow.ReadingFilter{FarmID: farm, Limit: 777})
+	if len(all) != 5001 || all[0] != r || all[len(all)-1].Value != "1" {
+		t.Fatalf("paged %d readings (first %+v, last %+v); want 5001 newest first", len(all), all[0], all[len(all)-1])
+	}
+}
+
+// pageAll follows the cursor of f to the end.
+func pageAll(t *testing.T, db *store.DB, f furrow.ReadingFilter) []furrow.Reading {
+	t.Helper()
+	var all []furrow.Reading
+	for {
+		rs, next, err := db.Readings(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, rs...)
+		if next == nil {
+			return all
+		}
+		f.Before = next
+	}
+}
+
+func TestReadingsPageAcrossPartitionBoundary(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock() // one second before midnight
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	var want []furrow.Reading
+	for i := range 6 {
+		r, _, err := db.CreateReading(ctx, reading(fx, 1, fmt.Sprint(i)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append([]furrow.Reading{r}, want...)
+		clock.Advance(400 * time.Millisecond)
+	}
+	parts := readingPartitions(t, url)
+	if parts["readings_p20310310"] != 3 || parts["readings_p20310311"] != 3 {
+		t.Fatalf("partitions %v: want 3 readings on each side of midnight", parts)
+	}
+	got := pageAll(t, db, furrow.ReadingFilter{FarmID: fx.farm.ID, Limit: 2})
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pages = %v, want %v", got, want)
+	}
+	since := want[3].Timestamp // the last reading before midnight
+	got = pageAll(t, db, furrow.ReadingFilter{FarmID: fx.farm.ID, SinceMs: &since, Limit: 1})
+	if fmt.Sprint(got) != fmt.Sprint(want[:4]) {
+		t.Fatalf("since midnight-1: %v, want %v", got, want[:4])
+	}
+}
+
+func TestPruneReadingsCreatesAheadAndDropsOnlyExpired(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	start := clock.Now()
+	for range 4 { // one reading on each of 4 days: 10, 11, 12, 13 March
+		if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), ""); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(24 * time.Hour)
+	}
+	// Keep forever: nothing dropped, the next days created.
+	if n, err := db.PruneReadings(ctx, time.Time{}); err != nil || n != 0 {
+		t.Fatalf("PruneReadings(keep forever) = %d, %v", n, err)
+	}
+	parts := readingPartitions(t, url)
+	for _, day := range []string{"20310314", "20310315", "20310316"} {
+		if _, ok := parts["readings_p"+day]; !ok {
+			t.Fatalf("partitions %v: want readings_p%s created ahead", parts, day)
+		}
+	}
+	if _, ok := parts["readings_p_legacy"]; !ok {
+		t.Fatalf("partitions %v: the pre-partitioning one is kept when keeping forever", parts)
+	}
+
+	// Keep from 12 March 06:00: the days ending by then go (10 and 11
+	// March, and everything before partitioning); 12 March stays whole.
+	before := time.Date(2031, 3, 12, 6, 0, 0, 0, time.UTC)
+	if _, err := db.PruneReadings(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	parts = readingPartitions(t, url)
+	for _, gone := range []string{"readings_p20310310", "readings_p20310311", "readings_p_legacy"} {
+		if _, ok := parts[gone]; ok {
+			t.Fatalf("partitions %v: %s should be dropped", parts, gone)
+		}
+	}
+	if parts["readings_p20310312"] != 1 || parts["readings_p20310313"] != 1 {
+		t.Fatalf("partitions %v: 12 and 13 March should keep their reading", parts)
+	}
+	rs, _, err := db.Readings(ctx, furrow.ReadingFilter{FarmID: fx.farm.ID})
+	if err != nil || len(rs) != 2 || rs[1].Timestamp < start.Add(48*time.Hour).UnixMilli() {
+		t.Fatalf("Readings after prune = %v, %v; want the 2 of 12 and 13 March", rs, err)
+	}
+}
