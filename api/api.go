@@ -28,8 +28,7 @@ type Config struct {
 	// believed. From any other peer the header is ignored.
 	TrustedProxies []netip.Prefix
 	// AllowPrivateWebhooks accepts http and private or loopback webhook
-	// addresses (tests and development only). When set, WebhookURLCheck is
-	// not consulted; only the scheme and host are checked.
+	// addresses (tests and development only); see safehttp.ValidateURL.
 	AllowPrivateWebhooks bool
 	// Thresholds decide the status shown for each device.
 	Thresholds furrow.Thresholds
@@ -60,9 +59,6 @@ type Deps struct {
 	Ready     Pinger             // nil: always ready
 	Clock     furrow.Clock       // nil: the system clock
 	Logger    *slog.Logger       // nil: logs are discarded
-	// WebhookURLCheck validates a webhook address; nil uses a check that
-	// requires https and rejects local names and non-public IP literals.
-	WebhookURLCheck func(raw string) error
 	// Live is mounted at GET /api/live and LivePage at GET /live when set.
 	Live     http.Handler
 	LivePage http.Handler
@@ -91,9 +87,6 @@ func New(cfg Config, deps Deps) http.Handler {
 	}
 	if deps.Limiter == nil {
 		deps.Limiter = ratelimit.NewMemory(ratelimit.SpecLimit, ratelimit.SpecWindow, deps.Clock)
-	}
-	if deps.WebhookURLCheck == nil {
-		deps.WebhookURLCheck = CheckWebhookURL
 	}
 	s := &server{cfg: cfg, keys: newKeyCache(keyCacheSize), Deps: deps}
 	return s.routes()

@@ -3,12 +3,12 @@ package api
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/safehttp"
 	"github.com/google/uuid"
 )
 
@@ -25,7 +25,7 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &in); err != nil {
 		return err
 	}
-	if err := s.checkURL(in.URL); err != nil {
+	if err := safehttp.ValidateURL(in.URL, s.cfg.AllowPrivateWebhooks); err != nil {
 		return err
 	}
 	types, err := eventTypes(in.EventTypes)
@@ -41,26 +41,6 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusCreated, webhookOut(wh))
 	return nil
-}
-
-// checkURL applies the configured address check. Its error becomes
-// EINVALID; a check's own *furrow.Error message is kept.
-func (s *server) checkURL(raw string) error {
-	if _, err := basicWebhookURL(raw); err != nil {
-		return err
-	}
-	if s.cfg.AllowPrivateWebhooks {
-		return nil
-	}
-	err := s.WebhookURLCheck(raw)
-	var ferr *furrow.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ferr):
-		return furrow.Errorf(furrow.EINVALID, "%s", ferr.Message)
-	}
-	return furrow.Errorf(furrow.EINVALID, "The webhook url must be https and point at a public host: %v.", err)
 }
 
 // eventTypes validates and de-duplicates event types; empty means all.

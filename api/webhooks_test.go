@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,8 +50,10 @@ func TestCreateWebhookRejects(t *testing.T) {
 	for body, reason := range map[string]string{
 		`{}`:                                                         "url is required",
 		`{"url":"http://example.com"}`:                               "https",
-		`{"url":"ftp://example.com"}`:                                "absolute https",
-		`{"url":"/relative"}`:                                        "absolute https",
+		`{"url":"ftp://example.com"}`:                                "absolute address that uses https",
+		`{"url":"/relative"}`:                                        "absolute address that uses https",
+		`{"url":"https://intranet/x"}`:                               "fully qualified",
+		`{"url":"https://printer.local/x"}`:                          "local network name",
 		`{"url":"https://localhost/x"}`:                              "localhost",
 		`{"url":"https://a.localhost./x"}`:                           "localhost",
 		`{"url":"https://127.0.0.1/x"}`:                              "public address",
@@ -75,12 +76,8 @@ func TestCreateWebhookRejects(t *testing.T) {
 	}
 }
 
-func TestCreateWebhookCustomCheckAndPrivate(t *testing.T) {
+func TestCreateWebhookAllowPrivate(t *testing.T) {
 	h := newHarness(t)
-	h.deps.WebhookURLCheck = func(raw string) error { return errors.New("resolves to a private address") }
-	h.rebuild()
-	expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks"), `{"url":"https://example.com"}`),
-		http.StatusBadRequest, furrow.EINVALID, "resolves to a private address")
 	h.cfg.AllowPrivateWebhooks = true
 	h.rebuild()
 	w := h.createHook(`{"url":"http://127.0.0.1:9000/hook"}`)

@@ -9,6 +9,9 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
+// MaxURLBytes bounds a webhook address.
+const MaxURLBytes = 2048
+
 // localSuffixes are name suffixes that never denote a public host:
 // RFC 6761 localhost, mDNS .local, the private-use .internal and the home
 // network .home.arpa.
@@ -22,25 +25,31 @@ var localSuffixes = []string{".localhost", ".local", ".internal", ".home.arpa"}
 // why without repeating the URL. The dial-time guard of New still applies,
 // because a name may resolve to a private address later.
 func ValidateURL(raw string, allowPrivate bool) error {
+	if raw == "" {
+		return furrow.Errorf(furrow.EINVALID, "The field url is required; it must be an absolute https address.")
+	}
+	if len(raw) > MaxURLBytes {
+		return furrow.Errorf(furrow.EINVALID, "The field url must be at most %d bytes.", MaxURLBytes)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return furrow.Errorf(furrow.EINVALID, "webhook url is not a valid URL")
+		return furrow.Errorf(furrow.EINVALID, "The webhook url is not a valid URL.")
 	}
 	switch scheme := strings.ToLower(u.Scheme); {
 	case scheme == "https":
 	case scheme == "http" && allowPrivate:
 	default:
-		return furrow.Errorf(furrow.EINVALID, "webhook url must use https")
+		return furrow.Errorf(furrow.EINVALID, "The webhook url must be an absolute address that uses https.")
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return furrow.Errorf(furrow.EINVALID, "webhook url must have a host")
+		return furrow.Errorf(furrow.EINVALID, "The webhook url must have a host.")
 	}
 	if u.User != nil {
-		return furrow.Errorf(furrow.EINVALID, "webhook url must not contain credentials; receivers authenticate deliveries by their signature")
+		return furrow.Errorf(furrow.EINVALID, "The webhook url must not contain credentials; receivers authenticate deliveries by their signature.")
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return furrow.Errorf(furrow.EINVALID, "webhook url port must be between 1 and 65535")
+			return furrow.Errorf(furrow.EINVALID, "The webhook url port must be between 1 and 65535.")
 		}
 	}
 	if allowPrivate {
@@ -52,22 +61,22 @@ func ValidateURL(raw string, allowPrivate bool) error {
 func checkHost(host string) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if reason := refusal(ip); reason != "" {
-			return furrow.Errorf(furrow.EINVALID, "webhook url must point at a public address; %s is %s", ip, reason)
+			return furrow.Errorf(furrow.EINVALID, "The webhook url must point at a public address; %s is %s.", ip, reason)
 		}
 		return nil
 	}
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	if name == "localhost" || hasLocalSuffix(name) {
-		return furrow.Errorf(furrow.EINVALID, "webhook url must not point at localhost or a local network name")
+		return furrow.Errorf(furrow.EINVALID, "The webhook url must not point at localhost or a local network name.")
 	}
 	labels := strings.Split(name, ".")
 	if len(labels) < 2 {
-		return furrow.Errorf(furrow.EINVALID, "webhook url host must be a fully qualified domain name")
+		return furrow.Errorf(furrow.EINVALID, "The webhook url host must be a fully qualified domain name.")
 	}
 	// No top-level domain is numeric, so a name like 127.1 or 0x7f.1 is an
 	// IP address in a legacy form that some resolvers would accept.
 	if last := labels[len(labels)-1]; isNumeric(last) {
-		return furrow.Errorf(furrow.EINVALID, "webhook url host is neither a domain name nor a standard IP address")
+		return furrow.Errorf(furrow.EINVALID, "The webhook url host is neither a domain name nor a standard IP address.")
 	}
 	return nil
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/dispatch"
 	"github.com/furrowhq/furrow/live"
-	"github.com/furrowhq/furrow/safehttp"
 	"github.com/furrowhq/furrow/store"
 )
 
@@ -79,8 +78,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Clie
 		Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db,
 		Limiter: limiter, Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
 		Ready: db, Clock: furrow.SystemClock{}, Logger: log,
-		WebhookURLCheck: func(raw string) error { return safehttp.ValidateURL(raw, cfg.WebhookAllowPrivate) },
-		Live:            s.live, LivePage: live.PageHandler(),
+		Live: s.live, LivePage: live.PageHandler(),
 	})
 	s.http = &http.Server{Addr: cfg.HTTPAddr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
