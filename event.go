@@ -1,6 +1,7 @@
 package furrow
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -47,21 +48,68 @@ type Event struct {
 	Pending bool `json:"-"`
 }
 
+// eventIDPrefix starts every event id.
+const eventIDPrefix = "evt_"
+
+// EventID returns the evt_<uuid> identifier of the event whose uuid is id.
+func EventID(id uuid.UUID) string { return eventIDPrefix + id.String() }
+
 // NewEventID returns a fresh evt_<uuid> identifier.
-func NewEventID() string { return "evt_" + uuid.NewString() }
+func NewEventID() string { return EventID(uuid.New()) }
 
 // ParseEventID returns the uuid inside an evt_<uuid> identifier, or an
 // EINVALID error.
 func ParseEventID(id string) (uuid.UUID, error) {
-	rest, ok := strings.CutPrefix(id, "evt_")
+	rest, ok := strings.CutPrefix(id, eventIDPrefix)
 	if !ok {
-		return uuid.Nil, Errorf(EINVALID, "event id must have the form evt_<uuid>")
+		return uuid.Nil, errEventID
 	}
 	u, err := uuid.Parse(rest)
 	if err != nil {
-		return uuid.Nil, Errorf(EINVALID, "event id must have the form evt_<uuid>")
+		return uuid.Nil, errEventID
 	}
 	return u, nil
+}
+
+var errEventID = Errorf(EINVALID, "The event id must have the form evt_<uuid>.")
+
+// NewMetricValueEvent returns the metric.value event, with uuid id, of the
+// stored reading r: it occurs at the reading's arrival.
+func NewMetricValueEvent(id uuid.UUID, r Reading) Event {
+	return Event{
+		ID: EventID(id), Type: EventMetricValue, FarmID: r.FarmID, OccurredAtMs: r.Timestamp,
+		Data: mustJSON(MetricValueData{DeviceID: r.DeviceID, MetricID: r.MetricID, Value: r.Value, Timestamp: r.Timestamp}),
+	}
+}
+
+// NewDeviceOfflineEvent returns the device.offline event, with uuid id, of
+// a device of farm marked offline at atMs.
+func NewDeviceOfflineEvent(id, farm uuid.UUID, d DeviceOfflineData, atMs int64) Event {
+	return Event{ID: EventID(id), Type: EventDeviceOffline, FarmID: farm, OccurredAtMs: atMs, Data: mustJSON(d)}
+}
+
+// NewAppEvent returns an event the app emits through the events API: a
+// fresh id, OccurredAtMs left for the store to set, and data, a JSON
+// object, compacted. A type the app may not emit or data that is not an
+// object is EINVALID.
+func NewAppEvent(typ string, farm uuid.UUID, data json.RawMessage) (Event, error) {
+	if !AppEventType(typ) {
+		return Event{}, Errorf(EINVALID, "The field type must be %s or %s.", EventTriggerFired, EventRecommendationCreated)
+	}
+	var buf bytes.Buffer
+	if !bytes.HasPrefix(data, []byte("{")) || json.Compact(&buf, data) != nil {
+		return Event{}, Errorf(EINVALID, "The field data must be a JSON object.")
+	}
+	return Event{ID: NewEventID(), Type: typ, FarmID: farm, Data: buf.Bytes()}, nil
+}
+
+// mustJSON encodes v, a struct of plain fields that always encodes.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // MetricValueData is the data of a metric.value event. Timestamp is an

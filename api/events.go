@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -19,17 +18,11 @@ func (s *server) createEvent(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &in); err != nil {
 		return err
 	}
-	if !furrow.AppEventType(in.Type) {
-		return furrow.Errorf(furrow.EINVALID, "The field type must be %s or %s.", furrow.EventTriggerFired, furrow.EventRecommendationCreated)
+	e, err := furrow.NewAppEvent(in.Type, currentFarm(r), in.Data)
+	if err != nil {
+		return err
 	}
-	if !bytes.HasPrefix(in.Data, []byte("{")) {
-		return furrow.Errorf(furrow.EINVALID, "The field data must be a JSON object.")
-	}
-	var data bytes.Buffer
-	if err := json.Compact(&data, in.Data); err != nil {
-		return furrow.Errorf(furrow.EINVALID, "The field data must be a JSON object.")
-	}
-	e, err := s.Events.CreateEvent(r.Context(), furrow.Event{Type: in.Type, FarmID: currentFarm(r), Data: data.Bytes()})
+	e, err = s.Events.CreateEvent(r.Context(), e)
 	if err != nil {
 		return err
 	}

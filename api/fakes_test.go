@@ -23,6 +23,7 @@ type fakeStore struct {
 	readings []furrow.Reading
 	events   []furrow.Event
 	webhooks map[uuid.UUID]furrow.Webhook
+	hookSeq  []uuid.UUID // webhook ids, oldest first
 	attempts []furrow.Attempt
 
 	failReadings error // returned by CreateReading when set
@@ -51,6 +52,11 @@ var errNotFound = furrow.Errorf(furrow.ENOTFOUND, "not found")
 func (f *fakeStore) CreateUser(_ context.Context, email string) (furrow.User, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, u := range f.users {
+		if u.Email == email {
+			return furrow.User{}, "", furrow.Errorf(furrow.ECONFLICT, "The user already exists.")
+		}
+	}
 	u := furrow.User{ID: uuid.New(), Email: email}
 	token := furrow.UserTokenPrefix + uuid.NewString()
 	f.users[token] = u
@@ -79,11 +85,23 @@ func (f *fakeStore) AddMember(_ context.Context, m furrow.Member) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := [2]uuid.UUID{m.FarmID, m.UserID}
+	if !f.userExists(m.UserID) {
+		return errNotFound
+	}
 	if _, ok := f.roles[k]; ok {
 		return furrow.Errorf(furrow.ECONFLICT, "already a member")
 	}
 	f.roles[k] = m.Role
 	return nil
+}
+
+func (f *fakeStore) userExists(id uuid.UUID) bool {
+	for _, u := range f.users {
+		if u.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *fakeStore) MemberRole(_ context.Context, farmID, userID uuid.UUID) (furrow.Role, error) {
@@ -180,15 +198,20 @@ func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading, key strin
 		return furrow.Reading{}, furrow.Event{}, f.failReadings
 	}
 	f.keyChecks++
+	d, ok := f.devices[r.DeviceID]
+	if !ok || d.FarmID != r.FarmID {
+		return furrow.Reading{}, furrow.Event{}, errNotFound
+	}
 	if key != "" && f.keys[key] != r.DeviceID {
 		return furrow.Reading{}, furrow.Event{}, furrow.Errorf(furrow.EUNAUTHORIZED, "key revoked")
 	}
 	r.Timestamp = furrow.Millis(f.clock.Now())
 	f.readings = append(f.readings, r)
-	d := f.devices[r.DeviceID]
 	d.LastSeenMs = &r.Timestamp
 	f.devices[r.DeviceID] = d
-	return r, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: r.FarmID, Pending: !f.noWebhooks}, nil
+	ev := furrow.NewMetricValueEvent(uuid.New(), r)
+	ev.Pending = !f.noWebhooks
+	return r, ev, nil
 }
 
 // Readings pages newest first; the cursor's Seq is the index in f.readings.
@@ -260,6 +283,7 @@ func (f *fakeStore) CreateWebhook(_ context.Context, w furrow.Webhook) (furrow.W
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.webhooks[w.ID] = w
+	f.hookSeq = append(f.hookSeq, w.ID)
 	return w, nil
 }
 
@@ -287,8 +311,8 @@ func (f *fakeStore) Webhooks(_ context.Context, farmID uuid.UUID) ([]furrow.Webh
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []furrow.Webhook
-	for _, w := range f.webhooks {
-		if w.FarmID == farmID {
+	for _, id := range f.hookSeq {
+		if w, ok := f.webhooks[id]; ok && w.FarmID == farmID {
 			out = append(out, w)
 		}
 	}
@@ -308,7 +332,10 @@ func (f *fakeStore) DeleteWebhook(_ context.Context, farmID, id uuid.UUID) error
 func (f *fakeStore) SetWebhookState(_ context.Context, id uuid.UUID, enabled bool, failures int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	w := f.webhooks[id]
+	w, ok := f.webhooks[id]
+	if !ok {
+		return errNotFound
+	}
 	w.Enabled, w.ConsecutiveFailures = enabled, failures
 	f.webhooks[id] = w
 	return nil

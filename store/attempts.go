@@ -96,7 +96,7 @@ func (db *DB) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]f
 		var ev uuid.UUID
 		err := r.Scan(&a.DeliveryID, &a.WebhookID, &ev, &a.Attempt, &a.StatusCode,
 			&a.ResponseBody, &a.Error, &a.DurationMs, &a.AtMs)
-		a.EventID = "evt_" + ev.String()
+		a.EventID = furrow.EventID(ev)
 		return a, err
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func scanEvent(row pgx.Row) (furrow.Event, error) {
 	if err := row.Scan(&id, &e.Type, &e.FarmID, &e.OccurredAtMs, &data); err != nil {
 		return furrow.Event{}, err
 	}
-	e.ID, e.Data = "evt_"+id.String(), data
+	e.ID, e.Data = furrow.EventID(id), data
 	return e, nil
 }
 

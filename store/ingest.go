@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -77,14 +76,7 @@ type ingestReq struct {
 
 func newIngestReq(ctx context.Context, r furrow.Reading, deviceKey string) *ingestReq {
 	id := uuid.New()
-	data, _ := json.Marshal(furrow.MetricValueData{
-		DeviceID: r.DeviceID, MetricID: r.MetricID, Value: r.Value, Timestamp: r.Timestamp,
-	}) // Marshalling this struct cannot fail.
-	ev := furrow.Event{
-		ID: "evt_" + id.String(), Type: furrow.EventMetricValue, FarmID: r.FarmID,
-		OccurredAtMs: r.Timestamp, Data: data,
-	}
-	req := &ingestReq{ctx: ctx, reading: r, event: ev, eventID: id, done: make(chan error, 1)}
+	req := &ingestReq{ctx: ctx, reading: r, event: furrow.NewMetricValueEvent(id, r), eventID: id, done: make(chan error, 1)}
 	if deviceKey != "" {
 		req.keyHash = hashSecret(deviceKey)
 	}

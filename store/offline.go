@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,12 +63,8 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 }
 
 func offlineEvent(dev, farm uuid.UUID, lastSeen int64, after time.Duration, now int64) (furrow.Event, uuid.UUID) {
-	data, _ := json.Marshal(furrow.DeviceOfflineData{
-		DeviceID: dev, LastSeenMs: lastSeen, OfflineAfterMs: after.Milliseconds(),
-	}) // Marshalling this struct cannot fail.
 	id := uuid.New()
-	return furrow.Event{
-		ID: "evt_" + id.String(), Type: furrow.EventDeviceOffline, FarmID: farm,
-		OccurredAtMs: now, Data: data,
-	}, id
+	return furrow.NewDeviceOfflineEvent(id, farm, furrow.DeviceOfflineData{
+		DeviceID: dev, LastSeenMs: lastSeen, OfflineAfterMs: after.Milliseconds(),
+	}, now), id
 }

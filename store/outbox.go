@@ -42,7 +42,7 @@ func (db *DB) ClaimEvents(ctx context.Context, limit int, lease time.Duration) (
 			rows.Close()
 			return nil, translate(err, "claim events", "event")
 		}
-		c.e.ID, c.e.Data = "evt_"+id.String(), data
+		c.e.ID, c.e.Data = furrow.EventID(id), data
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {

@@ -1,0 +1,24 @@
+package api
+
+import (
+	"testing"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/store/storetest"
+)
+
+// TestFakeConformance holds the fake these tests use to the suites the
+// PostgreSQL store passes, so the API is not tested against a store that
+// behaves differently.
+func TestFakeConformance(t *testing.T) {
+	newSubject := func(_ *testing.T, clock furrow.Clock) storetest.Subject {
+		f := newFakeStore(clock)
+		return storetest.Subject{Users: f, Farms: f, Devices: f, Readings: f, Events: f, Webhooks: f}
+	}
+	t.Run("UserService", func(t *testing.T) { storetest.UserService(t, newSubject) })
+	t.Run("FarmService", func(t *testing.T) { storetest.FarmService(t, newSubject) })
+	t.Run("DeviceService", func(t *testing.T) { storetest.DeviceService(t, newSubject) })
+	t.Run("ReadingService", func(t *testing.T) { storetest.ReadingService(t, newSubject) })
+	t.Run("EventService", func(t *testing.T) { storetest.EventService(t, newSubject) })
+	t.Run("WebhookService", func(t *testing.T) { storetest.WebhookService(t, newSubject) })
+}

@@ -1,0 +1,72 @@
+package storetest
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow"
+)
+
+// sameJSON reports whether a and b encode the same value.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// EventService checks the furrow.EventService contract.
+func EventService(t *testing.T, newSubject New) {
+	run(t, newSubject, map[string]func(*env){
+		"CreateAssignsIDAndTime": func(e *env) {
+			f, _ := e.farm()
+			in := furrow.Event{Type: furrow.EventTriggerFired, FarmID: f.ID, Data: json.RawMessage(`{"rule": "dry soil"}`)}
+			ev, err := e.Events.CreateEvent(e.ctx, in)
+			e.must(err)
+			if _, err := furrow.ParseEventID(ev.ID); err != nil {
+				e.t.Fatalf("event id %q: %v", ev.ID, err)
+			}
+			if ev.OccurredAtMs != furrow.Millis(e.clock.Now()) || ev.Type != in.Type || ev.FarmID != f.ID {
+				e.t.Fatalf("created %+v", ev)
+			}
+			got, err := e.Events.Event(e.ctx, ev.ID)
+			e.must(err)
+			if got.ID != ev.ID || got.Type != ev.Type || got.FarmID != f.ID || got.OccurredAtMs != ev.OccurredAtMs || !sameJSON(got.Data, in.Data) {
+				e.t.Fatalf("Event = %+v, want %+v", got, ev)
+			}
+		},
+		"CreateKeepsGivenIDAndTime": func(e *env) {
+			f, _ := e.farm()
+			in := furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventRecommendationCreated, FarmID: f.ID, OccurredAtMs: 1234, Data: json.RawMessage(`{}`)}
+			ev, err := e.Events.CreateEvent(e.ctx, in)
+			e.must(err)
+			if ev.ID != in.ID || ev.OccurredAtMs != 1234 {
+				e.t.Fatalf("created %+v, want id and time kept", ev)
+			}
+		},
+		"UnknownIsNotFound": func(e *env) {
+			_, err := e.Events.Event(e.ctx, furrow.NewEventID())
+			e.wantCode(err, furrow.ENOTFOUND, "Event(unknown)")
+		},
+		"ListNewestFirstFiltered": func(e *env) {
+			f, _ := e.farm()
+			other, _ := e.farm()
+			var ids []string
+			for i, typ := range []string{furrow.EventTriggerFired, furrow.EventRecommendationCreated, furrow.EventTriggerFired, furrow.EventTriggerFired} {
+				ev, err := e.Events.CreateEvent(e.ctx, furrow.Event{Type: typ, FarmID: f.ID, Data: json.RawMessage(`{}`)})
+				e.must(err)
+				if typ == furrow.EventTriggerFired && i > 0 {
+					ids = append([]string{ev.ID}, ids...)
+				}
+				e.clock.Advance(time.Second)
+			}
+			_, err := e.Events.CreateEvent(e.ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: other.ID, Data: json.RawMessage(`{}`)})
+			e.must(err)
+			es, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventTriggerFired, Limit: 2})
+			e.must(err)
+			if len(es) != 2 || es[0].ID != ids[0] || es[1].ID != ids[1] {
+				e.t.Fatalf("Events = %+v, want ids %v", es, ids)
+			}
+		},
+	})
+}

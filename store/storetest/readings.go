@@ -1,0 +1,110 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+// reading stores a reading of d with key; the clock moves on by 1 ms after.
+func (e *env) reading(d furrow.Device, key string, metric int32, value string) (furrow.Reading, furrow.Event) {
+	e.t.Helper()
+	r, ev, err := e.Readings.CreateReading(e.ctx, furrow.Reading{
+		FarmID: d.FarmID, DeviceID: d.ID, MetricID: metric, Value: value,
+	}, key)
+	e.must(err)
+	e.clock.Advance(time.Millisecond)
+	return r, ev
+}
+
+// ReadingService checks the furrow.ReadingService contract.
+func ReadingService(t *testing.T, newSubject New) {
+	run(t, newSubject, map[string]func(*env){
+		"CreateStampsAndEmits": func(e *env) {
+			d, key := e.device("probe-1")
+			now := furrow.Millis(e.clock.Now())
+			r, ev := e.reading(d, key, 220, "31.5")
+			if r.Timestamp != now || r.DeviceID != d.ID || r.FarmID != d.FarmID || r.MetricID != 220 || r.Value != "31.5" {
+				e.t.Fatalf("stored %+v, want the input stamped %d", r, now)
+			}
+			if _, err := furrow.ParseEventID(ev.ID); err != nil || ev.Type != furrow.EventMetricValue || ev.FarmID != d.FarmID {
+				e.t.Fatalf("event %+v", ev)
+			}
+			var data furrow.MetricValueData
+			e.must(json.Unmarshal(ev.Data, &data))
+			if data != (furrow.MetricValueData{DeviceID: d.ID, MetricID: 220, Value: "31.5", Timestamp: now}) {
+				e.t.Fatalf("event data %+v", data)
+			}
+			got, err := e.Devices.DeviceByID(e.ctx, d.ID)
+			e.must(err)
+			if got.LastSeenMs == nil || *got.LastSeenMs != now {
+				e.t.Fatalf("device last seen %v, want %d", got.LastSeenMs, now)
+			}
+		},
+		"EmptyKeyIsNotChecked": func(e *env) {
+			d, _ := e.device("probe-1")
+			e.reading(d, "", 1, "1")
+		},
+		"RevokedKeyIsUnauthorized": func(e *env) {
+			d, old := e.device("probe-1")
+			_, err := e.Devices.RotateDeviceKey(e.ctx, d.FarmID, d.ID)
+			e.must(err)
+			_, _, err = e.Readings.CreateReading(e.ctx, furrow.Reading{FarmID: d.FarmID, DeviceID: d.ID, MetricID: 1, Value: "1"}, old)
+			e.wantCode(err, furrow.EUNAUTHORIZED, "CreateReading(revoked key)")
+			rs, _, err := e.Readings.Readings(e.ctx, furrow.ReadingFilter{FarmID: d.FarmID, Limit: 10})
+			e.must(err)
+			if len(rs) != 0 {
+				e.t.Fatalf("a refused reading was stored: %+v", rs)
+			}
+		},
+		"UnknownDeviceIsNotFound": func(e *env) {
+			f, _ := e.farm()
+			_, _, err := e.Readings.CreateReading(e.ctx, furrow.Reading{FarmID: f.ID, DeviceID: uuid.New(), MetricID: 1, Value: "1"}, "")
+			e.wantCode(err, furrow.ENOTFOUND, "CreateReading(unknown device)")
+		},
+		"ListFiltersAndPages": func(e *env) {
+			d, key := e.device("probe-1")
+			d2, _, err := e.Devices.CreateDevice(e.ctx, d.FarmID, "probe-2")
+			e.must(err)
+			var mine []furrow.Reading // d's metric 1, oldest first
+			for i := range 5 {
+				r, _ := e.reading(d, key, 1, string(rune('a'+i)))
+				mine = append(mine, r)
+				e.reading(d, key, 2, "other metric")
+				e.reading(d2, "", 1, "other device")
+			}
+			other, okey := e.device("elsewhere")
+			e.reading(other, okey, 1, "other farm")
+			metric := int32(1)
+			f := furrow.ReadingFilter{FarmID: d.FarmID, DeviceID: &d.ID, MetricID: &metric, Limit: 2}
+			var got []furrow.Reading
+			for page := 0; ; page++ {
+				rs, next, err := e.Readings.Readings(e.ctx, f)
+				e.must(err)
+				got = append(got, rs...)
+				if next == nil || page > 5 {
+					break
+				}
+				f.Before = next
+			}
+			if len(got) != len(mine) {
+				e.t.Fatalf("paged %d readings, want %d: %+v", len(got), len(mine), got)
+			}
+			for i, r := range got {
+				if want := mine[len(mine)-1-i]; r.Value != want.Value || r.Timestamp != want.Timestamp {
+					e.t.Fatalf("reading %d = %+v, want %+v (newest first)", i, r, want)
+				}
+			}
+			since := mine[3].Timestamp
+			rs, next, err := e.Readings.Readings(e.ctx, furrow.ReadingFilter{FarmID: d.FarmID, DeviceID: &d.ID, MetricID: &metric, SinceMs: &since, Limit: 10})
+			e.must(err)
+			if len(rs) != 2 || next != nil {
+				e.t.Fatalf("since %d: %d readings, next %v; want 2 and nil", since, len(rs), next)
+			}
+		},
+	})
+}

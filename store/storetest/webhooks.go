@@ -1,0 +1,125 @@
+package storetest
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+// webhook stores an enabled webhook on the farm.
+func (e *env) webhook(farm uuid.UUID, types ...string) furrow.Webhook {
+	e.t.Helper()
+	w, err := e.Webhooks.CreateWebhook(e.ctx, furrow.Webhook{
+		ID: uuid.New(), FarmID: farm, URL: "https://hooks.example.com/" + uuid.NewString(),
+		Secret: furrow.WebhookSecretPrefix + "c2VjcmV0", Enabled: true, EventTypes: types,
+	})
+	e.must(err)
+	return w
+}
+
+// sameWebhook compares two webhooks; nil and empty EventTypes both mean
+// every type.
+func sameWebhook(a, b furrow.Webhook) bool {
+	for _, w := range []*furrow.Webhook{&a, &b} {
+		if len(w.EventTypes) == 0 {
+			w.EventTypes = nil
+		}
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// WebhookService checks the furrow.WebhookService contract except
+// PruneAttempts, which belongs to the retention suite.
+func WebhookService(t *testing.T, newSubject New) {
+	run(t, newSubject, map[string]func(*env){
+		"CreateThenRead": func(e *env) {
+			f, _ := e.farm()
+			w := e.webhook(f.ID, furrow.EventTriggerFired)
+			for _, read := range []func() (furrow.Webhook, error){
+				func() (furrow.Webhook, error) { return e.Webhooks.Webhook(e.ctx, f.ID, w.ID) },
+				func() (furrow.Webhook, error) { return e.Webhooks.WebhookByID(e.ctx, w.ID) },
+			} {
+				got, err := read()
+				e.must(err)
+				if !sameWebhook(got, w) {
+					e.t.Fatalf("read %+v, want %+v", got, w)
+				}
+			}
+		},
+		"OtherFarmAndUnknownAreNotFound": func(e *env) {
+			f, _ := e.farm()
+			other, _ := e.farm()
+			w := e.webhook(f.ID)
+			_, err := e.Webhooks.Webhook(e.ctx, other.ID, w.ID)
+			e.wantCode(err, furrow.ENOTFOUND, "Webhook(other farm)")
+			_, err = e.Webhooks.WebhookByID(e.ctx, uuid.New())
+			e.wantCode(err, furrow.ENOTFOUND, "WebhookByID(unknown)")
+			e.wantCode(e.Webhooks.DeleteWebhook(e.ctx, other.ID, w.ID), furrow.ENOTFOUND, "DeleteWebhook(other farm)")
+			_, err = e.Webhooks.WebhookByID(e.ctx, w.ID)
+			e.must(err)
+		},
+		"ListOldestFirst": func(e *env) {
+			f, _ := e.farm()
+			var want []uuid.UUID
+			for range 5 {
+				want = append(want, e.webhook(f.ID).ID)
+			}
+			other, _ := e.farm()
+			e.webhook(other.ID)
+			ws, err := e.Webhooks.Webhooks(e.ctx, f.ID)
+			e.must(err)
+			var got []uuid.UUID
+			for _, w := range ws {
+				got = append(got, w.ID)
+			}
+			if !slices.Equal(got, want) {
+				e.t.Fatalf("Webhooks = %v, want %v (oldest first)", got, want)
+			}
+		},
+		"Delete": func(e *env) {
+			f, _ := e.farm()
+			w := e.webhook(f.ID)
+			e.must(e.Webhooks.DeleteWebhook(e.ctx, f.ID, w.ID))
+			_, err := e.Webhooks.Webhook(e.ctx, f.ID, w.ID)
+			e.wantCode(err, furrow.ENOTFOUND, "Webhook after delete")
+			e.wantCode(e.Webhooks.DeleteWebhook(e.ctx, f.ID, w.ID), furrow.ENOTFOUND, "second delete")
+		},
+		"SetState": func(e *env) {
+			f, _ := e.farm()
+			w := e.webhook(f.ID)
+			e.must(e.Webhooks.SetWebhookState(e.ctx, w.ID, false, furrow.MaxFailedChains))
+			got, err := e.Webhooks.WebhookByID(e.ctx, w.ID)
+			e.must(err)
+			if got.Enabled || got.ConsecutiveFailures != furrow.MaxFailedChains {
+				e.t.Fatalf("state %v/%d, want disabled/%d", got.Enabled, got.ConsecutiveFailures, furrow.MaxFailedChains)
+			}
+			err = e.Webhooks.SetWebhookState(e.ctx, uuid.New(), true, 0)
+			e.wantCode(err, furrow.ENOTFOUND, "SetWebhookState(unknown)")
+		},
+		"AttemptsNewestFirst": func(e *env) {
+			f, _ := e.farm()
+			w, other := e.webhook(f.ID), e.webhook(f.ID)
+			event := furrow.NewEventID()
+			for i := 1; i <= 3; i++ {
+				e.must(e.Webhooks.AddAttempt(e.ctx, furrow.Attempt{
+					DeliveryID: uuid.New(), WebhookID: w.ID, EventID: event, Attempt: i,
+					StatusCode: 500, AtMs: furrow.Millis(e.clock.Now()),
+				}))
+				e.clock.Advance(time.Second)
+			}
+			e.must(e.Webhooks.AddAttempt(e.ctx, furrow.Attempt{
+				DeliveryID: uuid.New(), WebhookID: other.ID, EventID: event, Attempt: 1, AtMs: furrow.Millis(e.clock.Now()),
+			}))
+			as, err := e.Webhooks.Attempts(e.ctx, w.ID, 2)
+			e.must(err)
+			if len(as) != 2 || as[0].Attempt != 3 || as[1].Attempt != 2 || as[0].EventID != event || as[0].StatusCode != 500 {
+				e.t.Fatalf("Attempts(limit 2) = %+v, want attempts 3 and 2", as)
+			}
+		},
+	})
+}
