@@ -59,6 +59,10 @@ type IngestResult struct {
 	// ServerCPU is the CPU seconds the server used during the load (when
 	// its pid is known): per request, a figure a busy machine barely moves.
 	ServerCPU float64 `json:"server_cpu_s,omitempty"`
+	// CPU is the CPU seconds of each process group during the load:
+	// "furrow" (the server, when its pid is known), "postgres", "redis"
+	// and "bench" (the load generator).
+	CPU map[string]float64 `json:"cpu_s,omitempty"`
 }
 
 // Phase is the figures of a part of a run.
@@ -160,12 +164,12 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 			warm.Requests += n
 		}
 	}
-	cpu := startCPU(tg.pid)
+	cpu, groups := startCPU(tg.pid), startGroupCPUWith(tg.pid)
 	p := newPace(cfg.Duration, cfg.Rate)
 	t := runLoad(ctx, cfg.Concurrency, p, post(""))
 	elapsed := time.Since(p.start)
 	hc.CloseIdleConnections()
-	r := IngestResult{Elapsed: elapsed, Status: map[string]int64{}, Failures: t.failures, ServerCPU: cpu.stop(), Warmup: warm}
+	r := IngestResult{Elapsed: elapsed, Status: map[string]int64{}, Failures: t.failures, ServerCPU: cpu.stop(), CPU: groups.stop(), Warmup: warm}
 	for code, n := range t.status {
 		r.Status[strconv.Itoa(code)] = n
 		r.Requests += n

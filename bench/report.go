@@ -106,3 +106,31 @@ func statusLine(m map[string]int64) string {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// Print writes c for people.
+func (c Ceilings) Print(w io.Writer) {
+	fmt.Fprintf(w, "ceiling, HTTP (minimal handler, same request, no auth or storage): %.0f req/s, latency %s\n", c.HTTP.PerSec, c.HTTP.Latency)
+	fmt.Fprintf(w, "ceiling, database (same rows in batches of %d, no HTTP): %.0f readings/s\n", ceilingBatch, c.Database.PerSec)
+}
+
+// PrintAgainst writes how r compares with the ceilings c: stored readings
+// per second as a fraction of each, and the CPU per reading of each
+// process group.
+func (c Ceilings) PrintAgainst(w io.Writer, r IngestResult) {
+	fmt.Fprintf(w, "against the machine: %.2f of the HTTP ceiling, %.2f of the database ceiling\n",
+		ratio(r.CreatedRPS, c.HTTP.PerSec), ratio(r.CreatedRPS, c.Database.PerSec))
+	if created := r.Created(); created > 0 && len(r.CPU) > 0 {
+		fmt.Fprintf(w, "  CPU per stored reading:")
+		for _, g := range slices.Sorted(maps.Keys(r.CPU)) {
+			fmt.Fprintf(w, " %s %.3f ms;", g, 1000*r.CPU[g]/float64(created))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}

@@ -109,12 +109,21 @@ func TestSmokeIngest(t *testing.T) {
 			Memory   struct {
 				RSS int64 `json:"rss_bytes"`
 			} `json:"memory"`
-			Started string `json:"started_server"`
+			Started string             `json:"started_server"`
+			CPU     map[string]float64 `json:"cpu_s"`
 			Warmup  struct {
 				Requests int64            `json:"requests"`
 				Status   map[string]int64 `json:"status"`
 			} `json:"warmup"`
 		} `json:"ingest"`
+		Ceilings struct {
+			HTTP struct {
+				PerSec float64 `json:"per_second"`
+			} `json:"http"`
+			Database struct {
+				PerSec float64 `json:"per_second"`
+			} `json:"database"`
+		} `json:"ceilings"`
 		Ratio float64 `json:"ratio"`
 	}
 	const devices = 50
@@ -137,6 +146,12 @@ func TestSmokeIngest(t *testing.T) {
 	in.Latency.check(t, "ingest", in.Requests)
 	if r.Baseline.TPS <= 0 || r.Ratio <= 0 {
 		t.Errorf("baseline %v tx/s, ratio %v", r.Baseline.TPS, r.Ratio)
+	}
+	if r.Ceilings.HTTP.PerSec <= 0 || r.Ceilings.Database.PerSec <= 0 {
+		t.Errorf("ceilings %+v; want the HTTP and database ceilings measured in the run", r.Ceilings)
+	}
+	if in.CPU["furrow"] <= 0 || in.CPU["postgres"] <= 0 {
+		t.Errorf("CPU by process group %v; want the server's and PostgreSQL's", in.CPU)
 	}
 	if in.Started != "furrow serve" || in.Memory.RSS <= 0 {
 		t.Errorf("server %q, memory %d", in.Started, in.Memory.RSS)

@@ -67,6 +67,7 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	fs.Float64Var(&c.Rate, "rate", 0, "requests per second in total; 0 is full speed")
 	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
 	skip := fs.Bool("skip-baseline", false, "do not run the baseline first")
+	skipCeilings := fs.Bool("skip-ceilings", false, "do not measure the machine's HTTP and database ceilings first")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -79,8 +80,14 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	}
 	var rep struct {
 		Baseline *bench.BaselineResult `json:"baseline,omitempty"`
+		Ceilings *bench.Ceilings       `json:"ceilings,omitempty"`
 		Ingest   bench.IngestResult    `json:"ingest"`
 		Ratio    float64               `json:"ratio,omitempty"`
+	}
+	if !*skipCeilings {
+		if rep.Ceilings, err = measureCeilings(ctx, cfg, c); err != nil {
+			return err
+		}
 	}
 	if !*skip {
 		// Same duration, warm-up and connections as the ingest run, just
@@ -106,6 +113,10 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 		rep.Ingest.Print(out)
 		if rep.Baseline != nil {
 			fmt.Fprintf(out, "ratio: %.2f of the baseline (201/s over baseline tx/s)\n", rep.Ratio)
+		}
+		if rep.Ceilings != nil {
+			rep.Ceilings.Print(out)
+			rep.Ceilings.PrintAgainst(out, rep.Ingest)
 		}
 	}
 	return errors.Join(err, rep.Ingest.Check())
@@ -162,4 +173,20 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("bench: unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
 	return nil
+}
+
+// measureCeilings measures the machine's HTTP and database ceilings with
+// the ingest run's connections and duration, just before it.
+func measureCeilings(ctx context.Context, cfg Config, c bench.IngestConfig) (*bench.Ceilings, error) {
+	var out bench.Ceilings
+	var err error
+	if out.HTTP, err = bench.HTTPCeiling(ctx, c.Concurrency, c.Duration); err != nil {
+		return nil, err
+	}
+	// Four connections of disjoint devices: more writers than cores keep
+	// PostgreSQL busy while each waits for its commit's WAL flush.
+	if out.Database, err = bench.DatabaseCeiling(ctx, cfg.DatabaseURL, 4, c.Duration); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Ceilings are what the machine does without Furrow, measured in the same
+// run as the ingest they are compared with.
+type Ceilings struct {
+	// HTTP is a minimal handler answering the same request with the same
+	// kind of response: no credential, no limiter, no storage.
+	HTTP CeilingResult `json:"http"`
+	// Database is the same rows as ingest stores (a reading, its outbox
+	// event and the device's last-seen time), in batches, with no HTTP.
+	Database CeilingResult `json:"database"`
+}
+
+// CeilingResult is one ceiling.
+type CeilingResult struct {
+	Count   int64         `json:"count"`
+	Elapsed time.Duration `json:"-"`
+	PerSec  float64       `json:"per_second"`
+	Latency Summary       `json:"latency"`
+	// CPU is the CPU seconds each process group used during the run.
+	CPU map[string]float64 `json:"cpu_s,omitempty"`
+}
+
+// HTTPCeiling serves a minimal reading handler on loopback in this process
+// and posts readings to it from concurrency connections for d: the
+// machine's HTTP ceiling for Furrow's request. It decodes the JSON body and
+// answers 201 with a reading, as Furrow does, and nothing else.
+func HTTPCeiling(ctx context.Context, concurrency int, d time.Duration) (CeilingResult, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return CeilingResult{}, fmt.Errorf("http ceiling: %w", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(ceilingHandler), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String()
+	hc := loadClient(concurrency)
+	defer hc.CloseIdleConnections()
+	devices := make([]Device, 1000)
+	for i := range devices {
+		devices[i] = Device{ID: uuid.NewString(), Key: "fdk_ceiling"}
+	}
+	meter := startGroupCPU()
+	p := newPace(d, 0)
+	t := runLoad(ctx, concurrency, p, func(ctx context.Context, i int64, t *tally) {
+		began := time.Now()
+		status, _, err := postReading(ctx, hc, url, devices[i%int64(len(devices))], strconv.FormatInt(i, 10))
+		if err != nil || status != http.StatusCreated {
+			t.failures++
+			t.lastErr = cmpErr(err, status)
+			return
+		}
+		t.latencies = append(t.latencies, time.Since(began))
+	})
+	return finishCeiling(t, p, meter)
+}
+
+func cmpErr(err error, status int) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("status %d", status)
+}
+
+func finishCeiling(t *tally, p *pace, meter *groupCPU) (CeilingResult, error) {
+	elapsed := time.Since(p.start)
+	r := CeilingResult{Count: int64(len(t.latencies)), Elapsed: elapsed, Latency: Summarize(t.latencies), CPU: meter.stop()}
+	r.PerSec = perSecond(r.Count, elapsed)
+	if r.Count == 0 && t.lastErr != nil {
+		return r, fmt.Errorf("ceiling: nothing succeeded: %w", t.lastErr)
+	}
+	return r, nil
+}
+
+// ceilingReading is the reading JSON Furrow reads and answers.
+type ceilingReading struct {
+	DeviceID  string          `json:"device_id"`
+	MetricID  int32           `json:"metric_id"`
+	Value     json.RawMessage `json:"value"`
+	Timestamp int64           `json:"timestamp"`
+}
+
+func ceilingHandler(w http.ResponseWriter, r *http.Request) {
+	var in ceilingReading
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&in); err != nil {
+		http.Error(w, `{"error":"bad_request","reason":"Body is not JSON."}`, http.StatusBadRequest)
+		return
+	}
+	in.Timestamp = time.Now().UnixMilli()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(in)
+}
+
+// ceilingBatch is the batch size of the database ceiling: that of Furrow's
+// group commit at full load.
+const ceilingBatch = 256
+
+// DatabaseCeiling inserts readings with their metric.value events and
+// last-seen updates in transactions of ceilingBatch rows, from writers
+// connections, for d, on a scratch database beside databaseURL: what
+// PostgreSQL alone does with Furrow's rows, no HTTP in between.
+func DatabaseCeiling(ctx context.Context, databaseURL string, writers int, d time.Duration) (CeilingResult, error) {
+	dbURL, drop, err := ScratchDatabase(ctx, databaseURL)
+	if err != nil {
+		return CeilingResult{}, err
+	}
+	defer drop()
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return CeilingResult{}, errors.New("database ceiling: database URL is not valid")
+	}
+	pcfg.MaxConns = int32(writers)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return CeilingResult{}, fmt.Errorf("database ceiling: %w", err)
+	}
+	defer pool.Close()
+	farm, devices, err := seedBaseline(ctx, pool)
+	if err != nil {
+		return CeilingResult{}, err
+	}
+	// Each batch takes a share of the devices no other batch holds, as
+	// Furrow's writers own disjoint devices, so batches never wait on each
+	// other's row locks.
+	shares := make(chan []uuid.UUID, writers)
+	for w := range writers {
+		shares <- devices[w*len(devices)/writers : (w+1)*len(devices)/writers]
+	}
+	meter := startGroupCPU()
+	p := newPace(d, 0)
+	t := runLoad(ctx, writers, p, func(ctx context.Context, i int64, t *tally) {
+		began := time.Now()
+		share := <-shares
+		err := ceilingBatchTx(ctx, pool, farm, share, i)
+		shares <- share
+		if err != nil {
+			t.failures++
+			t.lastErr = err
+			return
+		}
+		el := time.Since(began)
+		for range ceilingBatch {
+			t.latencies = append(t.latencies, el)
+		}
+	})
+	return finishCeiling(t, p, meter)
+}
+
+// ceilingBatchSQL writes what Furrow's group commit writes for a batch:
+// the readings, their events and the devices' last-seen times.
+const ceilingBatchSQL = `
+WITH u AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::text[]) AS u(device_id, value, ts_ms, event_id, data)),
+r AS (INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms) SELECT device_id, $6, 220, value, ts_ms FROM u),
+e AS (INSERT INTO events (id, type, farm_id, occurred_at_ms, data) SELECT event_id, 'metric.value', $6, ts_ms, data::jsonb FROM u),
+t AS (UPDATE devices d SET last_seen_ms = x.ts FROM (SELECT device_id, max(ts_ms) AS ts FROM u GROUP BY device_id ORDER BY device_id) x WHERE d.id = x.device_id)
+SELECT 1`
+
+func ceilingBatchTx(ctx context.Context, pool *pgxpool.Pool, farm uuid.UUID, devices []uuid.UUID, i int64) error {
+	ts := time.Now().UnixMilli()
+	ds, values, stamps, events, data := make([]uuid.UUID, ceilingBatch), make([]string, ceilingBatch),
+		make([]int64, ceilingBatch), make([]uuid.UUID, ceilingBatch), make([]string, ceilingBatch)
+	for j := range ceilingBatch {
+		n := i*ceilingBatch + int64(j)
+		ds[j], values[j], stamps[j], events[j] = devices[n%int64(len(devices))], strconv.FormatInt(n, 10), ts, uuid.New()
+		b, _ := json.Marshal(map[string]any{"device_id": ds[j], "metric_id": 220, "value": values[j], "timestamp": ts})
+		data[j] = string(b)
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, ceilingBatchSQL, ds, values, stamps, events, data, farm)
+		return err
+	})
+}
