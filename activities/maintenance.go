@@ -36,12 +36,16 @@ func (a *Activities) SweepDevices(ctx context.Context, in SweepDevicesInput) (Sw
 // PruneInput says how long delivery attempts and dispatched events are kept.
 type PruneInput struct {
 	Keep time.Duration
+	// KeepReadings is how long readings are kept; 0 keeps them forever.
+	KeepReadings time.Duration
 }
 
 // PruneResult counts what was removed.
 type PruneResult struct {
 	Attempts int64
 	Events   int64
+	// Readings is about how many readings went, by whole day partitions.
+	Readings int64
 }
 
 // Prune removes delivery attempts and dispatched outbox events older than
@@ -57,6 +61,13 @@ func (a *Activities) Prune(ctx context.Context, in PruneInput) (PruneResult, err
 	if r.Events, err = a.Retention.PruneEvents(ctx, before); err != nil {
 		return r, fmt.Errorf("prune events: %w", err)
 	}
-	a.logger().InfoContext(ctx, "retention pruned", "attempts", r.Attempts, "events", r.Events, "before", before)
+	var readingsBefore time.Time // zero keeps readings, and still creates the coming days' partitions
+	if in.KeepReadings > 0 {
+		readingsBefore = a.Clock.Now().Add(-in.KeepReadings)
+	}
+	if r.Readings, err = a.Retention.PruneReadings(ctx, readingsBefore); err != nil {
+		return r, fmt.Errorf("prune readings: %w", err)
+	}
+	a.logger().InfoContext(ctx, "retention pruned", "attempts", r.Attempts, "events", r.Events, "readings", r.Readings, "before", before)
 	return r, nil
 }

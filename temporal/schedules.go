@@ -18,6 +18,8 @@ type ScheduleOptions struct {
 	// SweepEvery is how often devices past OfflineAfter are marked offline.
 	SweepEvery   time.Duration
 	OfflineAfter time.Duration
+	// ReadingsRetention is how long readings are kept; 0 is forever.
+	ReadingsRetention time.Duration
 }
 
 // EnsureSchedules creates the device-sweep and retention schedules, or
@@ -28,7 +30,7 @@ func EnsureSchedules(ctx context.Context, c client.Client, o ScheduleOptions) er
 		schedule(workflows.DeviceSweepScheduleID, o.SweepEvery, workflows.SweepDevicesWorkflowName,
 			workflows.SweepDevicesInput{OfflineAfter: o.OfflineAfter}),
 		schedule(workflows.RetentionScheduleID, workflows.RetentionEvery, workflows.RetentionWorkflowName,
-			workflows.RetentionInput{Keep: workflows.RetentionPeriod}),
+			workflows.RetentionInput{Keep: workflows.RetentionPeriod, KeepReadings: o.ReadingsRetention}),
 	}
 	for _, s := range specs {
 		if err := ensure(ctx, c, s); err != nil {

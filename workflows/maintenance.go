@@ -63,12 +63,16 @@ func SweepDevices(ctx workflow.Context, in SweepDevicesInput) (SweepDevicesResul
 // RetentionInput is the input of the retention job.
 type RetentionInput struct {
 	Keep time.Duration
+	// KeepReadings is how long readings are kept; 0 keeps them forever.
+	// The readings partitions of the coming days are created either way.
+	KeepReadings time.Duration
 }
 
 // RetentionResult counts what one run removed.
 type RetentionResult struct {
 	Attempts int64
 	Events   int64
+	Readings int64
 }
 
 // Retention removes delivery attempts and dispatched events older than
@@ -76,8 +80,8 @@ type RetentionResult struct {
 func Retention(ctx workflow.Context, in RetentionInput) (RetentionResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, maintenanceOptions)
 	var r activities.PruneResult
-	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Prune, activities.PruneInput{Keep: in.Keep}).Get(ctx, &r)
-	return RetentionResult{Attempts: r.Attempts, Events: r.Events}, err
+	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Prune, activities.PruneInput{Keep: in.Keep, KeepReadings: in.KeepReadings}).Get(ctx, &r)
+	return RetentionResult{Attempts: r.Attempts, Events: r.Events, Readings: r.Readings}, err
 }
 
 var maintenanceOptions = workflow.ActivityOptions{

@@ -167,3 +167,62 @@ func TestRetentionRemovesOldAttemptsKeepsNew(t *testing.T) {
 		t.Fatalf("left %+v (%v)", left, err)
 	}
 }
+
+func TestRetentionDropsExpiredReadingsOnlyWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.NewDatabase(t, testenv.Migrator{Digest: pgstore.MigrationsDigest(), Migrate: pgstore.Migrate})
+	// Far past any template's partitioning boundary, so readings go to day
+	// partitions.
+	clock := testclock.New(time.Date(2031, 1, 1, 12, 0, 0, 0, time.UTC))
+	db, err := pgstore.Open(ctx, url, pgstore.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	user, _, _ := db.CreateUser(ctx, "o@example.com")
+	farm, err := db.CreateFarm(ctx, user.ID, "farm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, _, err := db.CreateDevice(ctx, farm.ID, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := func(v string) {
+		if _, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: farm.ID, DeviceID: dev.ID, MetricID: 1, Value: v}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store("old") // 1 January
+	clock.Advance(38 * 24 * time.Hour)
+	store("recent") // 8 February
+	clock.Advance(2 * 24 * time.Hour)
+	values := func() []string {
+		rs, _, err := db.Readings(ctx, furrow.ReadingFilter{FarmID: farm.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Value)
+		}
+		return out
+	}
+	run := func(keep time.Duration) {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		env.RegisterActivity(&activities.Activities{Webhooks: db, Retention: db, Clock: clock})
+		env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: workflows.RetentionPeriod, KeepReadings: keep})
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(0)
+	if got := values(); len(got) != 2 {
+		t.Fatalf("readings kept forever: %v, want both", got)
+	}
+	run(30 * 24 * time.Hour)
+	if got := values(); len(got) != 1 || got[0] != "recent" {
+		t.Fatalf("readings after a 30-day retention: %v, want only the recent one", got)
+	}
+}

@@ -27,6 +27,9 @@ type Config struct {
 	DevTemporalAddr     string
 	DevUIAddr           string
 	PprofAddr           string
+	// ReadingsRetention is how long readings are kept; 0 keeps them
+	// forever. Whole day partitions are dropped, so up to a day more is kept.
+	ReadingsRetention time.Duration
 }
 
 // Defaults of DESIGN.md's configuration table.
@@ -75,6 +78,14 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	for _, d := range durations {
 		if *d.dst, err = parsePositive(or(getenv(d.name), d.def)); err != nil {
 			return c, fmt.Errorf("%s: %w", d.name, err)
+		}
+	}
+	if v := getenv("FURROW_READINGS_RETENTION"); v != "" && v != "0" {
+		if c.ReadingsRetention, err = parsePositive(v); err != nil {
+			return c, fmt.Errorf("FURROW_READINGS_RETENTION: %w (0 keeps readings forever)", err)
+		}
+		if c.ReadingsRetention < 24*time.Hour {
+			return c, fmt.Errorf("FURROW_READINGS_RETENTION: %s is shorter than the day partitions readings are dropped by; use 24h or more, or 0 to keep them forever", c.ReadingsRetention)
 		}
 	}
 	if c.DeviceOfflineAfter < c.DeviceStaleAfter {

@@ -34,6 +34,18 @@ func TestConfigDefaults(t *testing.T) {
 	if c.WebhookAllowPrivate {
 		t.Error("private webhooks allowed by default")
 	}
+	if c.ReadingsRetention != 0 {
+		t.Errorf("readings retention %s by default, want 0 (forever)", c.ReadingsRetention)
+	}
+}
+
+func TestConfigReadingsRetention(t *testing.T) {
+	for v, want := range map[string]time.Duration{"0": 0, "": 0, "720h": 720 * time.Hour, "24h": 24 * time.Hour} {
+		c, err := loadConfig(env(map[string]string{"FURROW_READINGS_RETENTION": v}))
+		if err != nil || c.ReadingsRetention != want {
+			t.Errorf("FURROW_READINGS_RETENTION=%q: %s, %v; want %s", v, c.ReadingsRetention, err, want)
+		}
+	}
 }
 
 func TestConfigOverrides(t *testing.T) {
@@ -65,6 +77,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		"FURROW_WEBHOOK_ALLOW_PRIVATE": "perhaps",
 		"FURROW_DEVICE_SWEEP_EVERY":    "-1m",
 		"FURROW_DEVICE_OFFLINE_AFTER":  "1m",
+		"FURROW_READINGS_RETENTION":    "12h",
 	}
 	for name, val := range cases {
 		_, err := loadConfig(env(map[string]string{name: val}))

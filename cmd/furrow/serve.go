@@ -82,7 +82,8 @@ func startWorker(ctx context.Context, cfg Config, tc client.Client, w worker.Wor
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{SweepEvery: cfg.DeviceSweepEvery, OfflineAfter: cfg.DeviceOfflineAfter})
+	err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{
+		SweepEvery: cfg.DeviceSweepEvery, OfflineAfter: cfg.DeviceOfflineAfter, ReadingsRetention: cfg.ReadingsRetention})
 	if err != nil {
 		w.Stop()
 		return err
