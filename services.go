@@ -78,13 +78,31 @@ type EventService interface {
 	Events(ctx context.Context, f EventFilter) ([]Event, error)
 }
 
-// Outbox is the dispatcher's view of undispatched events.
+// Outbox is the dispatcher's view of undispatched events. A claimed event
+// is leased to its claimer until the lease expires, is released, or the
+// event is marked dispatched; only the claimer renews or releases it.
 type Outbox interface {
-	// ClaimEvents leases up to limit undispatched events for lease, oldest
-	// first, skipping events leased by another dispatcher.
-	ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]Event, error)
-	// MarkDispatched records that workflows were started for the events.
+	// ClaimEvents leases up to c.Limit undispatched events to c.Owner for
+	// c.Lease, oldest first, skipping events under another lease and events
+	// of c.SkipFarms.
+	ClaimEvents(ctx context.Context, c Claim) ([]Event, error)
+	// RenewLeases extends owner's leases of the events by lease from now,
+	// and returns how many it still held.
+	RenewLeases(ctx context.Context, owner uuid.UUID, ids []string, lease time.Duration) (int, error)
+	// ReleaseLeases gives owner's leases of the events back, so any
+	// dispatcher may claim them at once, and returns how many it held.
+	ReleaseLeases(ctx context.Context, owner uuid.UUID, ids []string) (int, error)
+	// MarkDispatched records that workflows were started for the events;
+	// they are never claimed again.
 	MarkDispatched(ctx context.Context, ids []string) error
+}
+
+// Claim asks the Outbox for events to dispatch.
+type Claim struct {
+	Owner     uuid.UUID     // the claiming dispatcher
+	Limit     int           // at most this many events
+	Lease     time.Duration // how long they stay leased unless renewed
+	SkipFarms []uuid.UUID   // farms whose events are left for later
 }
 
 // WebhookService manages webhooks and their delivery log.

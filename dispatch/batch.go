@@ -2,62 +2,153 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/furrowhq/furrow"
-	"github.com/furrowhq/furrow/workflows"
 )
 
-// skippedNamespace derives the delivery id of a skipped record from the
-// webhook and event, so that dispatching an event again collides with the
-// first record (ECONFLICT, ignored) instead of adding one.
-var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
-
-// DispatchOnce claims one batch and dispatches it. full reports that the
-// batch was full, so more may be waiting. Events whose dispatch failed are
-// left undispatched, and the first error is returned.
-func (d *Dispatcher) DispatchOnce(ctx context.Context) (full bool, err error) {
-	events, err := d.deps.Outbox.ClaimEvents(ctx, d.cfg.Batch, d.cfg.Lease)
-	if err != nil {
-		return false, fmt.Errorf("claim events: %w", err)
-	}
-	if len(events) == 0 {
-		return false, nil
-	}
-	var done []string
-	for farmID, farmEvents := range byFarm(events) {
-		ok, ferr := d.dispatchFarm(ctx, farmID, farmEvents)
-		done = append(done, ok...)
-		if ferr != nil {
-			err = ferr
-			break // Temporal or the store is likely down; back off.
-		}
-	}
-	if len(done) > 0 {
-		if merr := d.deps.Outbox.MarkDispatched(ctx, done); merr != nil && err == nil {
-			err = fmt.Errorf("mark dispatched: %w", merr)
-		}
-	}
-	return len(events) == d.cfg.Batch && err == nil, err
+// Pass is what one DispatchOnce did.
+type Pass struct {
+	Claimed     int // events claimed
+	Dispatched  int // events marked dispatched
+	Released    int // leases given back unfinished
+	FailedFarms int // farms whose own dispatch failed
+	// Shared says a fault common to every farm (the database or Temporal
+	// unreachable, a lease lost) stopped the pass.
+	Shared bool
+	// Full says the claim was full and nothing failed: more may be waiting.
+	Full bool
 }
 
-// byFarm groups events by farm, keeping their order within a farm.
-func byFarm(events []furrow.Event) map[uuid.UUID][]furrow.Event {
-	m := make(map[uuid.UUID][]furrow.Event)
-	for _, e := range events {
-		m[e.FarmID] = append(m[e.FarmID], e)
+// farmResult is the outcome of one farm's events in a pass.
+type farmResult struct {
+	farm     uuid.UUID
+	ids      []string
+	done     []string
+	released bool // its unfinished leases were given back already
+	err      error
+}
+
+// DispatchOnce claims one batch and dispatches it, farm by farm side by
+// side. A farm whose dispatch fails has its unfinished claims given back at
+// once and is left aside for a while; the other farms go on. A shared fault
+// (the database or Temporal unreachable) stops the whole batch and gives
+// every unfinished claim back. It returns the first error met.
+func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
+	cctx, cancel := d.callCtx(ctx)
+	events, err := d.deps.Outbox.ClaimEvents(cctx, furrow.Claim{
+		Owner: d.owner, Limit: d.cfg.Batch, Lease: d.cfg.Lease,
+		SkipFarms: d.farms.skipped(d.deps.Clock.Now()),
+	})
+	cancel()
+	if err != nil {
+		return Pass{Shared: true}, fmt.Errorf("claim events: %w", err)
 	}
-	return m
+	if len(events) == 0 {
+		return Pass{}, nil
+	}
+	bctx, stop := context.WithCancelCause(ctx)
+	renewing := d.keepLeased(bctx, stop, eventIDs(events))
+	results := d.dispatchFarms(bctx, stop, events)
+	stop(nil)
+	<-renewing
+	p, err := d.settle(ctx, results)
+	p.Claimed = len(events)
+	err = errors.Join(firstFailure(bctx, results), err)
+	p.Full = len(events) == d.cfg.Batch && err == nil
+	return p, err
+}
+
+// dispatchFarms dispatches each farm's events in its own goroutine, with at
+// most cfg.Parallel calls in flight. A shared fault stops the batch through
+// stop.
+func (d *Dispatcher) dispatchFarms(ctx context.Context, stop context.CancelCauseFunc, events []furrow.Event) []farmResult {
+	farms := byFarm(events)
+	results := make([]farmResult, len(farms))
+	sem := make(chan struct{}, d.cfg.Parallel)
+	var wg sync.WaitGroup
+	for i, f := range farms {
+		wg.Go(func() {
+			r := farmResult{farm: f.farm, ids: eventIDs(f.events)}
+			r.done, r.err = d.dispatchFarm(ctx, sem, f.farm, f.events)
+			if r.err != nil && ctx.Err() == nil {
+				d.farmFailed(ctx, stop, &r)
+			}
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// farmFailed gives back the leases of a farm whose dispatch failed, unless
+// the fault is shared: then, or if the database cannot take the leases
+// back, the whole batch stops.
+func (d *Dispatcher) farmFailed(ctx context.Context, stop context.CancelCauseFunc, r *farmResult) {
+	if sharedFault(r.err) {
+		stop(r.err)
+		return
+	}
+	cctx, cancel := d.callCtx(context.WithoutCancel(ctx))
+	defer cancel()
+	if _, err := d.deps.Outbox.ReleaseLeases(cctx, d.owner, without(r.ids, r.done)); err != nil {
+		stop(fmt.Errorf("%w (and giving the leases back: %v)", r.err, err))
+		return
+	}
+	r.released = true
+	d.deps.Logger.WarnContext(ctx, "dispatch of a farm failed; its events were given back",
+		"farm", r.farm, "err", r.err, "dispatcher", d.owner)
+}
+
+// firstFailure is what stopped the batch, else the first farm's error.
+func firstFailure(bctx context.Context, results []farmResult) error {
+	if cause := context.Cause(bctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return nil
+}
+
+type farmEvents struct {
+	farm   uuid.UUID
+	events []furrow.Event
+}
+
+// byFarm groups events by farm, keeping their order within a farm and the
+// order of the farms' first events.
+func byFarm(events []furrow.Event) []farmEvents {
+	var out []farmEvents
+	index := map[uuid.UUID]int{}
+	for _, e := range events {
+		i, ok := index[e.FarmID]
+		if !ok {
+			i = len(out)
+			index[e.FarmID] = i
+			out = append(out, farmEvents{farm: e.FarmID})
+		}
+		out[i].events = append(out[i].events, e)
+	}
+	return out
 }
 
 // dispatchFarm reads the farm's webhooks once and dispatches its events,
 // returning the ids of those fully dispatched.
-func (d *Dispatcher) dispatchFarm(ctx context.Context, farmID uuid.UUID, events []furrow.Event) ([]string, error) {
-	hooks, err := d.deps.Webhooks.Webhooks(ctx, farmID)
+func (d *Dispatcher) dispatchFarm(ctx context.Context, sem chan struct{}, farmID uuid.UUID, events []furrow.Event) ([]string, error) {
+	var hooks []furrow.Webhook
+	err := d.limited(ctx, sem, func(ctx context.Context) (err error) {
+		hooks, err = d.deps.Webhooks.Webhooks(ctx, farmID)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("webhooks of farm %s: %w", farmID, err)
 	}
@@ -68,10 +159,9 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, farmID uuid.UUID, events 
 		done []string
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(d.cfg.Parallel)
 	for _, e := range events {
 		g.Go(func() error {
-			if err := d.dispatchEvent(gctx, hooks, e); err != nil {
+			if err := d.dispatchEvent(gctx, sem, hooks, e); err != nil {
 				return err
 			}
 			mu.Lock()
@@ -84,47 +174,35 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, farmID uuid.UUID, events 
 	return done, err
 }
 
-func (d *Dispatcher) dispatchEvent(ctx context.Context, hooks []furrow.Webhook, e furrow.Event) error {
-	for _, w := range hooks {
-		if !w.Subscribes(e.Type) {
-			continue
-		}
-		var err error
-		if w.Enabled {
-			err = d.start(ctx, w, e)
-		} else {
-			err = d.skip(ctx, w, e)
-		}
-		if err != nil {
-			return err
-		}
+// limited runs call with a deadline of cfg.CallTimeout once a slot of sem
+// is free.
+func (d *Dispatcher) limited(ctx context.Context, sem chan struct{}, call func(context.Context) error) error {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
-	return nil
+	defer func() { <-sem }()
+	cctx, cancel := d.callCtx(ctx)
+	defer cancel()
+	return call(cctx)
 }
 
-// start starts the delivery workflow; an existing one counts as started.
-func (d *Dispatcher) start(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
-	opts, in := workflows.DeliveryStart(workflows.DeliveryWorkflowID(w.ID, e.ID), w.ID, e, d.cfg.Schedule)
-	_, err := d.deps.Starter.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in)
-	if err != nil && !workflows.AlreadyStarted(err) {
-		return fmt.Errorf("start delivery of %s to webhook %s: %w", e.ID, w.ID, err)
+func eventIDs(events []furrow.Event) []string {
+	ids := make([]string, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
 	}
-	return nil
+	return ids
 }
 
-// skip records e as skipped for the disabled webhook w (attempt 0), so it
-// can be redelivered after re-enabling.
-func (d *Dispatcher) skip(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
-	a := furrow.Attempt{
-		DeliveryID: uuid.NewSHA1(skippedNamespace, []byte(w.ID.String()+"/"+e.ID)),
-		WebhookID:  w.ID,
-		EventID:    e.ID,
-		Error:      "skipped: webhook disabled",
-		AtMs:       furrow.Millis(d.deps.Clock.Now()),
+// without returns the ids not in drop.
+func without(ids, drop []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(drop, id) {
+			out = append(out, id)
+		}
 	}
-	err := d.deps.Webhooks.AddAttempt(ctx, a)
-	if err != nil && furrow.ErrorCode(err) != furrow.ECONFLICT {
-		return fmt.Errorf("record skipped %s for webhook %s: %w", e.ID, w.ID, err)
-	}
-	return nil
+	return out
 }

@@ -1,6 +1,12 @@
 // Package dispatch is the outbox dispatcher: it starts one delivery
 // workflow per stored event per subscribed, enabled webhook, and records
 // the event as skipped for subscribed webhooks that are disabled.
+//
+// Several dispatchers may share one database. Each claims a batch of events
+// under a short lease in its own name, renews the lease while the batch is
+// worked on, and gives back at once every claim it cannot finish, so that a
+// fault or the death of one dispatcher delays others' events by at most a
+// lease.
 package dispatch
 
 import (
@@ -8,6 +14,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
@@ -15,12 +22,13 @@ import (
 
 // Config tunes the dispatcher; zero values take the defaults in brackets.
 type Config struct {
-	Sweep      time.Duration   // periodic catch-up [5s]
-	Lease      time.Duration   // claim lease of an event [30s]
-	Batch      int             // events per claim [100]
-	MaxBackoff time.Duration   // longest wait after a failure [1m]
-	Schedule   []time.Duration // retry schedule of deliveries [workflows.DefaultSchedule]
-	Parallel   int             // workflow starts in flight at once [16]
+	Sweep       time.Duration   // periodic catch-up, also of expired leases [2s]
+	Lease       time.Duration   // claim lease of an event, renewed every third of it [5s]
+	CallTimeout time.Duration   // deadline of each store or Temporal call [5s]
+	Batch       int             // events per claim [100]
+	MaxBackoff  time.Duration   // longest wait before claiming after failures [1m]
+	Schedule    []time.Duration // retry schedule of deliveries [workflows.DefaultSchedule]
+	Parallel    int             // store and Temporal calls in flight at once [16]
 }
 
 // Starter starts workflows; *client.Client satisfies it.
@@ -35,46 +43,56 @@ type Deps struct {
 	Starter  Starter
 	Clock    furrow.Clock
 	Logger   *slog.Logger
+	Metrics  Metrics // nil counts nothing
 }
 
 // Dispatcher moves outbox events into delivery workflows. It implements
 // furrow.Waker.
 type Dispatcher struct {
-	cfg  Config
-	deps Deps
-	wake chan struct{}
+	cfg   Config
+	deps  Deps
+	owner uuid.UUID // names this dispatcher's leases in the outbox
+	wake  chan struct{}
+	// Touched by the goroutine running passes only.
+	farms      farmBackoffs
+	failStreak int // farms failed on their own since one succeeded
 }
 
 var _ furrow.Waker = (*Dispatcher)(nil)
 
 // New returns a dispatcher; call Run to start it.
 func New(cfg Config, deps Deps) *Dispatcher {
-	if cfg.Sweep <= 0 {
-		cfg.Sweep = 5 * time.Second
-	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = 30 * time.Second
-	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 100
-	}
-	if cfg.Parallel <= 0 {
-		cfg.Parallel = 16
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = time.Minute
-	}
+	cfg.Sweep = orDefault(cfg.Sweep, 2*time.Second)
+	cfg.Lease = orDefault(cfg.Lease, 5*time.Second)
+	cfg.CallTimeout = orDefault(cfg.CallTimeout, 5*time.Second)
+	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, time.Minute)
+	cfg.Batch = orDefault(cfg.Batch, 100)
+	cfg.Parallel = orDefault(cfg.Parallel, 16)
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
 	if deps.Clock == nil {
 		deps.Clock = furrow.SystemClock{}
 	}
-	return &Dispatcher{cfg: cfg, deps: deps, wake: make(chan struct{}, 1)}
+	if deps.Metrics == nil {
+		deps.Metrics = noMetrics{}
+	}
+	return &Dispatcher{cfg: cfg, deps: deps, owner: uuid.New(), wake: make(chan struct{}, 1), farms: farmBackoffs{}}
 }
 
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Owner is the id this dispatcher's leases carry in the outbox.
+func (d *Dispatcher) Owner() uuid.UUID { return d.owner }
+
 // Wake asks the dispatcher to look at the outbox now. It never blocks, and
-// wakes arriving while one is pending coalesce into it.
+// wakes arriving while one is pending coalesce into it. A dispatcher backing
+// off after failures keeps the wake for when its wait is over.
 func (d *Dispatcher) Wake() {
 	select {
 	case d.wake <- struct{}{}:
@@ -82,28 +100,38 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
-// Run dispatches until ctx is done, then returns nil. After a failure it
-// waits with a doubling backoff; the events concerned stay in the outbox
-// and are claimed again once their lease expires.
+// Run dispatches until ctx is done, then gives back the leases it holds and
+// returns nil. After a pass that failed for every farm (a shared fault, or
+// farms failing one after the other with none succeeding) it waits, with a
+// doubling backoff, before claiming again: a broken dispatcher must not keep
+// taking work that healthy ones could do. A single failing farm is only left
+// aside itself (see farmBackoffs).
 func (d *Dispatcher) Run(ctx context.Context) error {
-	backoff := time.Duration(0)
+	var backoff time.Duration
 	for {
-		full, err := d.DispatchOnce(ctx)
-		wait := d.cfg.Sweep
-		switch {
-		case ctx.Err() != nil:
+		p, err := d.DispatchOnce(ctx)
+		if ctx.Err() != nil {
 			return nil
-		case err != nil:
-			backoff = min(max(2*backoff, time.Second), d.cfg.MaxBackoff)
-			wait = backoff
-			d.deps.Logger.WarnContext(ctx, "dispatch failed; retrying", "err", err, "retry_in", wait)
-		case full:
-			backoff = 0
-			continue
-		default:
-			backoff = 0
 		}
-		if !d.sleep(ctx, wait) {
+		switch {
+		case err != nil && (p.Shared || d.failStreak >= 2):
+			backoff = min(max(2*backoff, time.Second), d.cfg.MaxBackoff)
+			d.deps.Metrics.BackingOff(backoff)
+			d.deps.Logger.WarnContext(ctx, "dispatch failed; waiting before claiming again",
+				"err", err, "retry_in", backoff, "released", p.Released, "shared_fault", p.Shared, "dispatcher", d.owner)
+			if !d.pause(ctx, backoff) {
+				return nil
+			}
+			continue
+		case backoff > 0 && p.Dispatched > 0:
+			backoff = 0
+			d.deps.Metrics.BackingOff(0)
+			d.deps.Logger.InfoContext(ctx, "dispatch recovered", "dispatcher", d.owner)
+		}
+		if p.Full {
+			continue
+		}
+		if !d.sleep(ctx, d.cfg.Sweep) {
 			return nil
 		}
 	}
@@ -120,4 +148,17 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 	case <-t.C:
 	}
 	return true
+}
+
+// pause waits for wait or the end of ctx, leaving wakes pending; false
+// means ctx ended.
+func (d *Dispatcher) pause(ctx context.Context, wait time.Duration) bool {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -1,8 +1,11 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,92 +15,17 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/workflows"
 )
 
-// outbox is an in-memory furrow.Outbox without leases.
-type outbox struct {
-	mu         sync.Mutex
-	events     []furrow.Event
-	dispatched map[string]bool
-	claims     int
-}
-
-func (o *outbox) ClaimEvents(_ context.Context, limit int, _ time.Duration) ([]furrow.Event, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.claims++
-	var out []furrow.Event
-	for _, e := range o.events {
-		if !o.dispatched[e.ID] && len(out) < limit {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-func (o *outbox) MarkDispatched(_ context.Context, ids []string) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, id := range ids {
-		o.dispatched[id] = true
-	}
-	return nil
-}
-
-// hooks is an in-memory furrow.WebhookService counting farm lookups.
-type hooks struct {
-	furrow.WebhookService
-	mu       sync.Mutex
-	byFarm   map[uuid.UUID][]furrow.Webhook
-	lookups  int
-	attempts map[uuid.UUID]furrow.Attempt
-}
-
-func (h *hooks) Webhooks(_ context.Context, farmID uuid.UUID) ([]furrow.Webhook, error) {
-	h.lookups++
-	return h.byFarm[farmID], nil
-}
-
-func (h *hooks) AddAttempt(_ context.Context, a furrow.Attempt) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.attempts[a.DeliveryID]; ok {
-		return furrow.Errorf(furrow.ECONFLICT, "duplicate attempt")
-	}
-	h.attempts[a.DeliveryID] = a
-	return nil
-}
-
-// starter records starts and acts like Temporal on duplicate IDs.
-type starter struct {
-	mu      sync.Mutex
-	started map[string]client.StartWorkflowOptions
-	inputs  map[string]workflows.DeliveryInput
-	err     error
-}
-
-func (s *starter) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return nil, s.err
-	}
-	if _, ok := s.started[o.ID]; ok {
-		return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "")
-	}
-	if wf != workflows.DeliveryWorkflowName || len(args) != 1 {
-		return nil, errors.New("unexpected workflow")
-	}
-	s.started[o.ID] = o
-	s.inputs[o.ID] = args[0].(workflows.DeliveryInput)
-	return nil, nil
-}
-
 type world struct {
+	clock   *testclock.Clock
 	outbox  *outbox
 	hooks   *hooks
 	starter *starter
+	metrics *recorder
+	logs    *syncBuffer
 	d       *Dispatcher
 	farm    uuid.UUID
 	on, off furrow.Webhook
@@ -105,33 +33,52 @@ type world struct {
 
 // newWorld has one farm with an enabled webhook for every type, a disabled
 // one, and an enabled one subscribed to another type only.
-func newWorld(batch int) *world {
-	farm := uuid.New()
-	on := furrow.Webhook{ID: uuid.New(), FarmID: farm, Enabled: true}
-	off := furrow.Webhook{ID: uuid.New(), FarmID: farm}
-	other := furrow.Webhook{ID: uuid.New(), FarmID: farm, Enabled: true, EventTypes: []string{furrow.EventDeviceOffline}}
+func newWorld(cfg Config) *world {
+	clock := testclock.New(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 	w := &world{
-		outbox:  &outbox{dispatched: map[string]bool{}},
-		hooks:   &hooks{byFarm: map[uuid.UUID][]furrow.Webhook{farm: {on, off, other}}, attempts: map[uuid.UUID]furrow.Attempt{}},
+		clock:   clock,
+		outbox:  newOutbox(clock),
+		hooks:   &hooks{byFarm: map[uuid.UUID][]furrow.Webhook{}, attempts: map[uuid.UUID]furrow.Attempt{}},
 		starter: &starter{started: map[string]client.StartWorkflowOptions{}, inputs: map[string]workflows.DeliveryInput{}},
-		farm:    farm, on: on, off: off,
+		metrics: &recorder{},
+		logs:    &syncBuffer{},
 	}
-	w.d = New(Config{Batch: batch}, Deps{Outbox: w.outbox, Webhooks: w.hooks, Starter: w.starter})
+	w.farm = w.addFarm()
+	w.on, w.off = w.hooks.byFarm[w.farm][0], w.hooks.byFarm[w.farm][1]
+	w.d = New(cfg, Deps{Outbox: w.outbox, Webhooks: w.hooks, Starter: w.starter, Clock: clock, Metrics: w.metrics,
+		Logger: slog.New(slog.NewTextHandler(w.logs, nil))})
 	return w
 }
 
-func (w *world) addEvents(n int) []furrow.Event {
+func (w *world) addFarm() uuid.UUID {
+	farm := uuid.New()
+	w.hooks.byFarm[farm] = []furrow.Webhook{
+		{ID: uuid.New(), FarmID: farm, Enabled: true},
+		{ID: uuid.New(), FarmID: farm},
+		{ID: uuid.New(), FarmID: farm, Enabled: true, EventTypes: []string{furrow.EventDeviceOffline}},
+	}
+	return farm
+}
+
+func (w *world) addEvents(n int) []furrow.Event { return w.addEventsOf(w.farm, n) }
+
+func (w *world) addEventsOf(farm uuid.UUID, n int) []furrow.Event {
 	var es []furrow.Event
 	for range n {
-		e := furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: w.farm}
-		es = append(es, e)
+		es = append(es, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: farm})
 	}
-	w.outbox.events = append(w.outbox.events, es...)
+	w.outbox.add(es...)
 	return es
 }
 
+// claimableByAnother says whether another dispatcher could claim e now.
+func (w *world) claimableByAnother(t *testing.T, e furrow.Event) bool {
+	t.Helper()
+	return !w.outbox.leased(e.ID) && !w.outbox.isDispatched(e.ID)
+}
+
 func TestDispatchStartsOnlySubscribedEnabled(t *testing.T) {
-	w := newWorld(10)
+	w := newWorld(Config{Batch: 10})
 	es := w.addEvents(3)
 	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
 		t.Fatal(err)
@@ -158,10 +105,13 @@ func TestDispatchStartsOnlySubscribedEnabled(t *testing.T) {
 	if w.hooks.lookups != 1 {
 		t.Errorf("looked up the farm's webhooks %d times, want once per batch", w.hooks.lookups)
 	}
+	if w.metrics.started != 3 {
+		t.Errorf("metrics counted %d starts, want 3", w.metrics.started)
+	}
 }
 
 func TestDispatchRecordsDisabledAsSkipped(t *testing.T) {
-	w := newWorld(10)
+	w := newWorld(Config{Batch: 10})
 	e := w.addEvents(1)[0]
 	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
 		t.Fatal(err)
@@ -177,7 +127,7 @@ func TestDispatchRecordsDisabledAsSkipped(t *testing.T) {
 }
 
 func TestDispatchTwiceIsHarmless(t *testing.T) {
-	w := newWorld(10)
+	w := newWorld(Config{Batch: 10})
 	w.addEvents(2)
 	ctx := context.Background()
 	if _, err := w.d.DispatchOnce(ctx); err != nil {
@@ -194,42 +144,227 @@ func TestDispatchTwiceIsHarmless(t *testing.T) {
 	}
 }
 
-func TestDispatchStartFailureLeavesEvents(t *testing.T) {
-	w := newWorld(10)
-	es := w.addEvents(2)
-	w.starter.err = errors.New("temporal unavailable")
-	if _, err := w.d.DispatchOnce(context.Background()); err == nil {
-		t.Fatal("want an error")
+// Temporal down is a fault every farm shares: the batch stops and every
+// claim is given back at once, so another dispatcher need not wait for the
+// lease.
+func TestDispatchTemporalDownGivesEverythingBack(t *testing.T) {
+	w := newWorld(Config{Batch: 10})
+	es := append(w.addEvents(2), w.addEventsOf(w.addFarm(), 2)...)
+	w.starter.err = serviceerror.NewUnavailable("connection refused")
+	p, err := w.d.DispatchOnce(context.Background())
+	if err == nil || !p.Shared || p.Released != 4 || p.Dispatched != 0 {
+		t.Fatalf("pass = %+v, %v; want a shared fault with 4 claims given back", p, err)
 	}
-	if len(w.outbox.dispatched) != 0 {
-		t.Fatalf("dispatched %v despite failed starts", w.outbox.dispatched)
+	for _, e := range es {
+		if !w.claimableByAnother(t, e) {
+			t.Errorf("%s still leased after the failure", e.ID)
+		}
+	}
+	if len(w.d.farms) != 0 {
+		t.Errorf("farms left aside for a shared fault: %v", w.d.farms)
 	}
 	w.starter.err = nil
 	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range es {
-		if !w.outbox.dispatched[e.ID] {
+		if !w.outbox.isDispatched(e.ID) {
 			t.Errorf("%s lost", e.ID)
 		}
 	}
 }
 
-func TestDispatchFullBatchReported(t *testing.T) {
-	w := newWorld(2)
-	w.addEvents(3)
-	full, err := w.d.DispatchOnce(context.Background())
-	if err != nil || !full {
-		t.Fatalf("full %v err %v, want a full batch", full, err)
+// One farm's failed webhook lookup neither stops nor delays the other
+// farms of the batch; its claims are given back at once, and the farm is
+// left aside for a while so it is not retried in a tight loop.
+func TestDispatchFarmFailureIsolated(t *testing.T) {
+	w := newWorld(Config{Batch: 10})
+	bad := w.addFarm()
+	badEvents := w.addEventsOf(bad, 2)
+	good := w.addEvents(3)
+	w.hooks.fail = func(farm uuid.UUID) error {
+		if farm == bad {
+			return errors.New("store: list webhooks: permission denied")
+		}
+		return nil
 	}
-	full, err = w.d.DispatchOnce(context.Background())
-	if err != nil || full {
-		t.Fatalf("full %v err %v, want the rest", full, err)
+	p, err := w.d.DispatchOnce(context.Background())
+	if err == nil || p.Shared || p.FailedFarms != 1 || p.Dispatched != 3 || p.Released != 2 {
+		t.Fatalf("pass = %+v, %v; want one failed farm, 3 dispatched, 2 given back", p, err)
+	}
+	for _, e := range good {
+		if !w.outbox.isDispatched(e.ID) {
+			t.Errorf("event %s of the healthy farm not dispatched", e.ID)
+		}
+	}
+	for _, e := range badEvents {
+		if !w.claimableByAnother(t, e) {
+			t.Errorf("event %s of the failing farm still leased", e.ID)
+		}
+	}
+	if !strings.Contains(w.logs.String(), "dispatch of a farm failed; its events were given back") {
+		t.Errorf("the failure was not logged: %s", w.logs)
+	}
+	// The next pass leaves the failing farm aside and dispatches new events
+	// of the healthy one.
+	more := w.addEvents(1)
+	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
+		t.Fatalf("second pass: %v", err)
+	}
+	if last := w.outbox.claims[len(w.outbox.claims)-1]; !containsFarm(last.SkipFarms, bad) {
+		t.Errorf("second claim skipped %v, want the failing farm", last.SkipFarms)
+	}
+	if !w.outbox.isDispatched(more[0].ID) {
+		t.Error("the healthy farm's new event waited")
+	}
+	// Once its wait is over the farm is tried again, and a success clears it.
+	w.hooks.fail = nil
+	w.clock.Advance(time.Second)
+	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !w.outbox.isDispatched(badEvents[0].ID) || len(w.d.farms) != 0 {
+		t.Fatalf("recovered farm: dispatched %v, left aside %v", w.outbox.isDispatched(badEvents[0].ID), w.d.farms)
+	}
+}
+
+// A store error that also prevents giving the leases back means the
+// database is unreachable: the whole batch stops, and its claims are given
+// back as soon as the database answers again.
+func TestDispatchDatabaseDownGivesBackWhenReachable(t *testing.T) {
+	w := newWorld(Config{Batch: 10, Lease: 10 * time.Second})
+	es := append(w.addEvents(1), w.addEventsOf(w.addFarm(), 1)...)
+	var mu sync.Mutex
+	down := true
+	w.hooks.fail = func(uuid.UUID) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return errors.New("store: list webhooks: connection refused")
+		}
+		return nil
+	}
+	releases := 0
+	w.outbox.fail = func(op string) error {
+		if op == "release" {
+			releases++
+			if releases == 3 {
+				mu.Lock()
+				down = false
+				mu.Unlock()
+			}
+			if releases <= 3 {
+				return errors.New("connection refused")
+			}
+		}
+		return nil
+	}
+	p, err := w.d.DispatchOnce(context.Background())
+	if err == nil || !p.Shared || p.Released != 2 {
+		t.Fatalf("pass = %+v, %v; want a shared fault, both claims given back", p, err)
+	}
+	for _, e := range es {
+		if !w.claimableByAnother(t, e) {
+			t.Errorf("%s still leased", e.ID)
+		}
+	}
+}
+
+func TestDispatchFullBatchReported(t *testing.T) {
+	w := newWorld(Config{Batch: 2})
+	w.addEvents(3)
+	p, err := w.d.DispatchOnce(context.Background())
+	if err != nil || !p.Full {
+		t.Fatalf("pass %+v err %v, want a full batch", p, err)
+	}
+	p, err = w.d.DispatchOnce(context.Background())
+	if err != nil || p.Full {
+		t.Fatalf("pass %+v err %v, want the rest", p, err)
+	}
+}
+
+// Every store and Temporal call carries a deadline.
+func TestDispatchCallsHaveDeadlines(t *testing.T) {
+	w := newWorld(Config{Batch: 10})
+	w.addEvents(2)
+	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.addEventsOf(w.addFarm(), 1)
+	w.starter.err = serviceerror.NewUnavailable("down")
+	_, _ = w.d.DispatchOnce(context.Background())
+	for _, op := range []string{"claim", "mark", "release"} {
+		if had, seen := w.outbox.deadlines[op]; !seen || !had {
+			t.Errorf("%s: seen %v, every call with a deadline %v", op, seen, had)
+		}
+	}
+	if w.hooks.noDeadlines != 0 || w.starter.noDeadlines != 0 {
+		t.Errorf("calls without a deadline: %d lookups, %d starts", w.hooks.noDeadlines, w.starter.noDeadlines)
+	}
+}
+
+// A silent Temporal costs one call deadline, after which the claims are
+// given back.
+func TestDispatchSilentTemporalTimesOut(t *testing.T) {
+	w := newWorld(Config{Batch: 10, CallTimeout: 50 * time.Millisecond})
+	e := w.addEvents(1)[0]
+	w.starter.block = make(chan struct{}) // never closed
+	p, err := w.d.DispatchOnce(context.Background())
+	if err == nil || !p.Shared || !w.claimableByAnother(t, e) {
+		t.Fatalf("pass = %+v, %v; want a shared fault and the claim given back", p, err)
+	}
+}
+
+// While a slow batch is worked on its leases are renewed, so no other
+// dispatcher takes the events; renewal stops with the batch.
+func TestDispatchRenewsLeasesOfSlowBatch(t *testing.T) {
+	w := newWorld(Config{Batch: 10, Lease: 150 * time.Millisecond, CallTimeout: time.Minute})
+	e := w.addEvents(1)[0]
+	w.starter.block = make(chan struct{})
+	done := make(chan error)
+	go func() { _, err := w.d.DispatchOnce(context.Background()); done <- err }()
+	waitFor(t, func() bool {
+		w.outbox.mu.Lock()
+		defer w.outbox.mu.Unlock()
+		return w.outbox.renewals >= 3
+	})
+	if w.claimableByAnother(t, e) {
+		t.Fatal("the event's lease was not kept")
+	}
+	close(w.starter.block)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w.outbox.mu.Lock()
+	after := w.outbox.renewals
+	w.outbox.mu.Unlock()
+	time.Sleep(200 * time.Millisecond)
+	w.outbox.mu.Lock()
+	defer w.outbox.mu.Unlock()
+	if w.outbox.renewals != after || !w.outbox.dispatched[e.ID] {
+		t.Fatalf("renewals went on after the batch (%d then %d), dispatched %v", after, w.outbox.renewals, w.outbox.dispatched[e.ID])
+	}
+}
+
+// A failed renewal means the leases may lapse: the batch stops and says so.
+func TestDispatchLostLeaseStopsBatch(t *testing.T) {
+	w := newWorld(Config{Batch: 10, Lease: 60 * time.Millisecond, CallTimeout: time.Minute})
+	w.addEvents(1)
+	w.starter.block = make(chan struct{}) // only the lost lease ends the wait
+	w.outbox.fail = func(op string) error {
+		if op == "renew" {
+			return errors.New("connection refused")
+		}
+		return nil
+	}
+	p, err := w.d.DispatchOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "renew leases") || !p.Shared {
+		t.Fatalf("pass = %+v, %v; want the lost lease reported", p, err)
 	}
 }
 
 func TestWakeCoalesces(t *testing.T) {
-	w := newWorld(10)
+	w := newWorld(Config{Batch: 10})
 	for range 100 {
 		w.d.Wake() // must not block
 	}
@@ -239,16 +374,12 @@ func TestWakeCoalesces(t *testing.T) {
 }
 
 func TestRunDispatchesOnWake(t *testing.T) {
-	w := newWorld(10)
-	w.d.cfg.Sweep = time.Hour
+	w := newWorld(Config{Batch: 10, Sweep: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.d.Run(ctx) }()
 	waitFor(t, func() bool { return w.outbox.claimCount() >= 1 })
-	w.outbox.mu.Lock()
-	e := furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: w.farm}
-	w.outbox.events = append(w.outbox.events, e)
-	w.outbox.mu.Unlock()
+	e := w.addEvents(1)[0]
 	w.d.Wake()
 	waitFor(t, func() bool { return w.outbox.isDispatched(e.ID) })
 	cancel()
@@ -257,16 +388,58 @@ func TestRunDispatchesOnWake(t *testing.T) {
 	}
 }
 
-func (o *outbox) claimCount() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.claims
+// A dispatcher that keeps failing (here: every webhook lookup) waits before
+// claiming again, even when woken, and says so in its log and metrics.
+func TestRunBacksOffBeforeClaiming(t *testing.T) {
+	w := newWorld(Config{Batch: 10, Sweep: time.Hour})
+	w.outbox.clock = furrow.SystemClock{} // farms are left aside in real time
+	w.d.deps.Clock = furrow.SystemClock{}
+	w.addEvents(1)
+	w.addEventsOf(w.addFarm(), 1)
+	w.hooks.fail = func(uuid.UUID) error { return errors.New("store: list webhooks: permission denied") }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.d.Run(ctx) }()
+	stopWaking := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(stopWaking) {
+		w.d.Wake()
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Work claimed at 0 s and, after a 1 s wait, at about 1 s; then a 2 s
+	// wait. Without the backoff every wake would claim it again.
+	if n := w.outbox.fullClaimCount(); n < 1 || n > 2 {
+		t.Fatalf("%d claims took work in 1.5 s of wakes; want at most 2 with the backoff", n)
+	}
+	if !strings.Contains(w.logs.String(), "dispatch failed; waiting before claiming again") {
+		t.Errorf("the backoff was not logged: %s", w.logs)
+	}
+	if w.metrics.lastBackoff() < time.Second {
+		t.Errorf("metrics saw backoff %v, want at least 1s", w.metrics.lastBackoff())
+	}
 }
 
-func (o *outbox) isDispatched(id string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.dispatched[id]
+// On shutdown the dispatcher gives back the claims of its batch in flight.
+func TestRunGivesClaimsBackOnShutdown(t *testing.T) {
+	w := newWorld(Config{Batch: 10, Lease: time.Hour, CallTimeout: time.Hour})
+	es := w.addEvents(3)
+	w.starter.block = make(chan struct{}) // never closed: the batch is stuck
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.d.Run(ctx) }()
+	waitFor(t, func() bool { return w.outbox.leased(es[0].ID) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if !w.claimableByAnother(t, e) {
+			t.Errorf("%s still leased after shutdown", e.ID)
+		}
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -278,4 +451,55 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// recorder is a Metrics that remembers what it was told.
+type recorder struct {
+	mu       sync.Mutex
+	started  int
+	failed   map[bool]int
+	released int
+	backoffs []time.Duration
+}
+
+func (r *recorder) WorkflowsStarted(n int) { r.mu.Lock(); r.started += n; r.mu.Unlock() }
+func (r *recorder) FarmFailed(shared bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed == nil {
+		r.failed = map[bool]int{}
+	}
+	r.failed[shared]++
+}
+func (r *recorder) LeasesReleased(n int) { r.mu.Lock(); r.released += n; r.mu.Unlock() }
+func (r *recorder) BackingOff(d time.Duration) {
+	r.mu.Lock()
+	r.backoffs = append(r.backoffs, d)
+	r.mu.Unlock()
+}
+func (r *recorder) lastBackoff() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.backoffs) == 0 {
+		return 0
+	}
+	return r.backoffs[len(r.backoffs)-1]
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -12,7 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	newSubject := func(t *testing.T, clock furrow.Clock) storetest.Subject {
 		db, _ := newDB(t, clock)
-		return storetest.Subject{Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db}
+		return storetest.Subject{Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db, Outbox: db}
 	}
 	t.Run("UserService", func(t *testing.T) { storetest.UserService(t, newSubject) })
 	t.Run("FarmService", func(t *testing.T) { storetest.FarmService(t, newSubject) })
@@ -20,4 +20,5 @@ func TestConformance(t *testing.T) {
 	t.Run("ReadingService", func(t *testing.T) { storetest.ReadingService(t, newSubject) })
 	t.Run("EventService", func(t *testing.T) { storetest.EventService(t, newSubject) })
 	t.Run("WebhookService", func(t *testing.T) { storetest.WebhookService(t, newSubject) })
+	t.Run("Outbox", func(t *testing.T) { storetest.Outbox(t, newSubject) })
 }

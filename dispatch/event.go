@@ -1,0 +1,82 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
+	"google.golang.org/grpc/codes"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// skippedNamespace derives the delivery id of a skipped record from the
+// webhook and event, so that dispatching an event again collides with the
+// first record (ECONFLICT, ignored) instead of adding one.
+var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
+
+func (d *Dispatcher) dispatchEvent(ctx context.Context, sem chan struct{}, hooks []furrow.Webhook, e furrow.Event) error {
+	for _, w := range hooks {
+		if !w.Subscribes(e.Type) {
+			continue
+		}
+		call := func(ctx context.Context) error { return d.skip(ctx, w, e) }
+		if w.Enabled {
+			call = func(ctx context.Context) error { return d.start(ctx, w, e) }
+		}
+		if err := d.limited(ctx, sem, call); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start starts the delivery workflow; an existing one counts as started.
+func (d *Dispatcher) start(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
+	opts, in := workflows.DeliveryStart(workflows.DeliveryWorkflowID(w.ID, e.ID), w.ID, e, d.cfg.Schedule)
+	_, err := d.deps.Starter.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in)
+	switch {
+	case err == nil:
+		d.deps.Metrics.WorkflowsStarted(1)
+	case !workflows.AlreadyStarted(err):
+		return startError{fmt.Errorf("start delivery of %s to webhook %s: %w", e.ID, w.ID, err)}
+	}
+	return nil
+}
+
+// skip records e as skipped for the disabled webhook w (attempt 0), so it
+// can be redelivered after re-enabling.
+func (d *Dispatcher) skip(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
+	a := furrow.Attempt{
+		DeliveryID: uuid.NewSHA1(skippedNamespace, []byte(w.ID.String()+"/"+e.ID)),
+		WebhookID:  w.ID,
+		EventID:    e.ID,
+		Error:      "skipped: webhook disabled",
+		AtMs:       furrow.Millis(d.deps.Clock.Now()),
+	}
+	err := d.deps.Webhooks.AddAttempt(ctx, a)
+	if err != nil && furrow.ErrorCode(err) != furrow.ECONFLICT {
+		return fmt.Errorf("record skipped %s for webhook %s: %w", e.ID, w.ID, err)
+	}
+	return nil
+}
+
+// startError is Temporal refusing to start a delivery.
+type startError struct{ err error }
+
+func (e startError) Error() string { return e.err.Error() }
+func (e startError) Unwrap() error { return e.err }
+
+// sharedFault says whether err is a fault every farm would meet: a call
+// that ran out of time, or Temporal refusing a start for any reason but the
+// start's own arguments. A store error is told apart by giving the farm's
+// leases back: if that fails too, the database is unreachable.
+func sharedFault(err error) bool {
+	if se := (startError{}); errors.As(err, &se) {
+		return serviceerror.ToStatus(se.err).Code() != codes.InvalidArgument
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
