@@ -42,9 +42,14 @@ type Event struct {
 	FarmID       uuid.UUID       `json:"farm_id"`
 	OccurredAtMs int64           `json:"occurred_at_ms"`
 	Data         json.RawMessage `json:"data"`
-	// Pending is set on an event just stored when a webhook of its farm
-	// subscribes to its type, so the dispatcher has work to do. It is not
-	// part of the envelope.
+}
+
+// OutboxEvent is an event as the outbox just stored it. Pending is the
+// dispatcher's concern, not the envelope's: it is true when a webhook of
+// the event's farm subscribes to the event's type, so that waking the
+// dispatcher is worth it.
+type OutboxEvent struct {
+	Event
 	Pending bool `json:"-"`
 }
 

@@ -61,7 +61,7 @@ type ReadingService interface {
 	// non-empty deviceKey is checked in that transaction: a key that is no
 	// longer the device's is EUNAUTHORIZED and nothing is stored, so callers
 	// may authenticate keys from a cache. A device that is gone is ENOTFOUND.
-	CreateReading(ctx context.Context, r Reading, deviceKey string) (Reading, Event, error)
+	CreateReading(ctx context.Context, r Reading, deviceKey string) (Reading, OutboxEvent, error)
 	// Readings lists readings, newest first, with the cursor of the last
 	// one returned (nil when there are no more).
 	Readings(ctx context.Context, f ReadingFilter) ([]Reading, *ReadingCursor, error)
@@ -71,7 +71,7 @@ type ReadingService interface {
 type EventService interface {
 	// CreateEvent stores e (ID, OccurredAtMs assigned when empty) in the
 	// outbox and returns it.
-	CreateEvent(ctx context.Context, e Event) (Event, error)
+	CreateEvent(ctx context.Context, e Event) (OutboxEvent, error)
 	// Event returns one event by id.
 	Event(ctx context.Context, id string) (Event, error)
 	// Events lists a farm's events, newest first.

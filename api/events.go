@@ -22,14 +22,14 @@ func (s *server) createEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e, err = s.Events.CreateEvent(r.Context(), e)
+	stored, err := s.Events.CreateEvent(r.Context(), e)
 	if err != nil {
 		return err
 	}
-	if s.Waker != nil && e.Pending {
+	if s.Waker != nil && stored.Pending {
 		s.Waker.Wake()
 	}
-	writeJSON(w, http.StatusCreated, e)
+	writeJSON(w, http.StatusCreated, stored.Event)
 	return nil
 }
 

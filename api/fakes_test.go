@@ -31,7 +31,6 @@ type fakeStore struct {
 	lastFilter   furrow.ReadingFilter
 	published    []furrow.LiveReading
 	wakes        int
-	noWebhooks   bool // events are stored as needing no dispatch
 	keyLookups   int  // DeviceByKey calls
 	keyChecks    int  // CreateReading calls, which check the key
 	reenabled    []uuid.UUID
@@ -188,30 +187,40 @@ func (f *fakeStore) MarkOffline(context.Context, time.Duration, int) ([]furrow.E
 	return nil, errors.New("not used by the API")
 }
 
-func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading, key string) (furrow.Reading, furrow.Event, error) {
+// pending tells whether a webhook of the farm subscribes to the type, as
+// the outbox does.
+func (f *fakeStore) pending(farm uuid.UUID, typ string) bool {
+	for _, w := range f.webhooks {
+		if w.FarmID == farm && w.Subscribes(typ) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading, key string) (furrow.Reading, furrow.OutboxEvent, error) {
 	if f.panicReading {
 		panic("store exploded")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failReadings != nil {
-		return furrow.Reading{}, furrow.Event{}, f.failReadings
+		return furrow.Reading{}, furrow.OutboxEvent{}, f.failReadings
 	}
 	f.keyChecks++
 	d, ok := f.devices[r.DeviceID]
 	if !ok || d.FarmID != r.FarmID {
-		return furrow.Reading{}, furrow.Event{}, errNotFound
+		return furrow.Reading{}, furrow.OutboxEvent{}, errNotFound
 	}
 	if key != "" && f.keys[key] != r.DeviceID {
-		return furrow.Reading{}, furrow.Event{}, furrow.Errorf(furrow.EUNAUTHORIZED, "key revoked")
+		return furrow.Reading{}, furrow.OutboxEvent{}, furrow.Errorf(furrow.EUNAUTHORIZED, "key revoked")
 	}
 	r.Timestamp = furrow.Millis(f.clock.Now())
 	f.readings = append(f.readings, r)
 	d.LastSeenMs = &r.Timestamp
 	f.devices[r.DeviceID] = d
 	ev := furrow.NewMetricValueEvent(uuid.New(), r)
-	ev.Pending = !f.noWebhooks
-	return r, ev, nil
+	return r, furrow.OutboxEvent{Event: ev, Pending: f.pending(r.FarmID, ev.Type)}, nil
 }
 
 // Readings pages newest first; the cursor's Seq is the index in f.readings.
@@ -240,7 +249,7 @@ func (f *fakeStore) Readings(_ context.Context, flt furrow.ReadingFilter) ([]fur
 	return out, nil, nil
 }
 
-func (f *fakeStore) CreateEvent(_ context.Context, e furrow.Event) (furrow.Event, error) {
+func (f *fakeStore) CreateEvent(_ context.Context, e furrow.Event) (furrow.OutboxEvent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e.ID == "" {
@@ -249,9 +258,8 @@ func (f *fakeStore) CreateEvent(_ context.Context, e furrow.Event) (furrow.Event
 	if e.OccurredAtMs == 0 {
 		e.OccurredAtMs = furrow.Millis(f.clock.Now())
 	}
-	e.Pending = !f.noWebhooks
 	f.events = append(f.events, e)
-	return e, nil
+	return furrow.OutboxEvent{Event: e, Pending: f.pending(e.FarmID, e.Type)}, nil
 }
 
 func (f *fakeStore) Event(_ context.Context, id string) (furrow.Event, error) {

@@ -62,6 +62,15 @@ type harness struct {
 	deviceKey, device2Key                      string
 }
 
+// subscribeAll gives the farm a webhook of every event type, so that its
+// events wait for the dispatcher.
+func (h *harness) subscribeAll() {
+	h.t.Helper()
+	if _, err := h.store.CreateWebhook(h.t.Context(), furrow.Webhook{ID: uuid.New(), FarmID: h.farm, Enabled: true}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	clock := testclock.New(time.UnixMilli(1_700_000_000_000))

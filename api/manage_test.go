@@ -186,6 +186,7 @@ func TestDevices(t *testing.T) {
 
 func TestEvents(t *testing.T) {
 	h := newHarness(t)
+	h.subscribeAll()
 	r := h.user(h.manager, "POST", h.farmPath("/events"), `{"type":"trigger.fired","data":{"rule": "frost", "n":[1]}}`)
 	var e furrow.Event
 	decode(t, r, &e)

@@ -27,6 +27,7 @@ func (h *harness) post(key, body string) response {
 
 func TestMetricValueStored(t *testing.T) {
 	h := newHarness(t)
+	h.subscribeAll()
 	body := fmt.Sprintf(`{"device_id":%q,"metric_id":220,"value":21.50,"timestamp":"1","extra":[1]}`,
 		strings.ToUpper(h.device.ID.String()))
 	r := h.post(h.deviceKey, body)
@@ -52,7 +53,6 @@ func TestMetricValueStored(t *testing.T) {
 // An event that no webhook waits for leaves the dispatcher asleep.
 func TestMetricValueWithoutWebhooksDoesNotWake(t *testing.T) {
 	h := newHarness(t)
-	h.store.noWebhooks = true
 	if r := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", `"1"`)); r.Status != http.StatusCreated {
 		t.Fatalf("status = %d, body %s", r.Status, r.Body)
 	}

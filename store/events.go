@@ -101,7 +101,7 @@ func storedEvents(rows pgx.Rows) (stored, pending map[uuid.UUID]bool, err error)
 // evt_<uuid> and a zero OccurredAtMs the clock's now; empty Data is {}.
 // A malformed id, unknown type or non-object data is EINVALID, an unknown
 // farm ENOTFOUND, a taken id ECONFLICT.
-func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.Event, error) {
+func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.OutboxEvent, error) {
 	if e.ID == "" {
 		e.ID = furrow.NewEventID()
 	}
@@ -113,17 +113,16 @@ func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.Event, er
 	}
 	id, err := validEvent(e)
 	if err != nil {
-		return furrow.Event{}, err
+		return furrow.OutboxEvent{}, err
 	}
 	var rows eventRows
 	rows.add(id, e)
 	res, _ := db.pool.Query(ctx, insertEventsSQL, rows.args(db.nowMs())...) // Its error is res's.
 	_, pending, err := storedEvents(res)
 	if err != nil {
-		return furrow.Event{}, translate(err, "create event", "farm")
+		return furrow.OutboxEvent{}, translate(err, "create event", "farm")
 	}
-	e.Pending = pending[id]
-	return e, nil
+	return furrow.OutboxEvent{Event: e, Pending: pending[id]}, nil
 }
 
 func validEvent(e furrow.Event) (uuid.UUID, error) {

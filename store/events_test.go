@@ -59,7 +59,7 @@ func TestCreateEventAndList(t *testing.T) {
 	wantCode(t, err, furrow.EINVALID)
 	_, err = db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: uuid.New()})
 	wantCode(t, err, furrow.ENOTFOUND)
-	_, err = db.CreateEvent(ctx, e)
+	_, err = db.CreateEvent(ctx, e.Event)
 	wantCode(t, err, furrow.ECONFLICT)
 	for _, bad := range []furrow.Event{
 		{Type: "unknown", FarmID: fx.farm.ID},
@@ -73,7 +73,7 @@ func TestCreateEventAndList(t *testing.T) {
 }
 
 func createEvents(t *testing.T, db interface {
-	CreateEvent(context.Context, furrow.Event) (furrow.Event, error)
+	CreateEvent(context.Context, furrow.Event) (furrow.OutboxEvent, error)
 }, farm uuid.UUID, n int) []furrow.Event {
 	t.Helper()
 	out := make([]furrow.Event, n)
@@ -82,7 +82,7 @@ func createEvents(t *testing.T, db interface {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[i] = e
+		out[i] = e.Event
 	}
 	return out
 }

@@ -32,23 +32,23 @@ import (
 // once. An invalid reading is EINVALID, an unknown device (or one of
 // another farm) ENOTFOUND. If ctx ends first the caller gets its error, but
 // the reading may still be stored.
-func (db *DB) CreateReading(ctx context.Context, r furrow.Reading, deviceKey string) (furrow.Reading, furrow.Event, error) {
+func (db *DB) CreateReading(ctx context.Context, r furrow.Reading, deviceKey string) (furrow.Reading, furrow.OutboxEvent, error) {
 	if err := validReading(r); err != nil {
-		return furrow.Reading{}, furrow.Event{}, err
+		return furrow.Reading{}, furrow.OutboxEvent{}, err
 	}
 	r.Timestamp = db.nowMs()
 	req := newIngestReq(ctx, r, deviceKey)
 	if err := db.ingest.submit(ctx, req); err != nil {
-		return furrow.Reading{}, furrow.Event{}, err
+		return furrow.Reading{}, furrow.OutboxEvent{}, err
 	}
 	select {
 	case err := <-req.done:
 		if err != nil {
-			return furrow.Reading{}, furrow.Event{}, err
+			return furrow.Reading{}, furrow.OutboxEvent{}, err
 		}
 		return r, req.event, nil
 	case <-ctx.Done():
-		return furrow.Reading{}, furrow.Event{}, fmt.Errorf("store: create reading: %w", ctx.Err())
+		return furrow.Reading{}, furrow.OutboxEvent{}, fmt.Errorf("store: create reading: %w", ctx.Err())
 	}
 }
 
@@ -69,14 +69,14 @@ type ingestReq struct {
 	ctx     context.Context
 	reading furrow.Reading
 	keyHash []byte // nil: no key to check
-	event   furrow.Event
+	event   furrow.OutboxEvent
 	eventID uuid.UUID
 	done    chan error
 }
 
 func newIngestReq(ctx context.Context, r furrow.Reading, deviceKey string) *ingestReq {
 	id := uuid.New()
-	req := &ingestReq{ctx: ctx, reading: r, event: furrow.NewMetricValueEvent(id, r), eventID: id, done: make(chan error, 1)}
+	req := &ingestReq{ctx: ctx, reading: r, event: furrow.OutboxEvent{Event: furrow.NewMetricValueEvent(id, r)}, eventID: id, done: make(chan error, 1)}
 	if deviceKey != "" {
 		req.keyHash = hashSecret(deviceKey)
 	}

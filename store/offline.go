@@ -50,10 +50,7 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 			return err
 		}
 		res, _ := tx.Query(ctx, insertEventsSQL, batch.args(now)...) // Its error is res's.
-		_, pending, err := storedEvents(res)
-		for i := range events {
-			events[i].Pending = pending[batch.ids[i]]
-		}
+		_, _, err := storedEvents(res)
 		return err
 	})
 	if err != nil {

@@ -83,7 +83,7 @@ func TestCreateReadingConcurrentGroupCommit(t *testing.T) {
 	const n = 500
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	events := make([]furrow.Event, n)
+	events := make([]furrow.OutboxEvent, n)
 	for i := range n {
 		wg.Go(func() {
 			r := reading(fx, int32(i%3+1), fmt.Sprint(i))

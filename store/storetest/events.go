@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/furrowhq/furrow"
 )
 
@@ -42,6 +44,27 @@ func EventService(t *testing.T, newSubject New) {
 			e.must(err)
 			if ev.ID != in.ID || ev.OccurredAtMs != 1234 {
 				e.t.Fatalf("created %+v, want id and time kept", ev)
+			}
+		},
+		"PendingOnlyWhenAWebhookSubscribes": func(e *env) {
+			f, _ := e.farm()
+			create := func(typ string) bool {
+				ev, err := e.Events.CreateEvent(e.ctx, furrow.Event{Type: typ, FarmID: f.ID, Data: json.RawMessage(`{}`)})
+				e.must(err)
+				return ev.Pending
+			}
+			if create(furrow.EventTriggerFired) {
+				e.t.Fatal("an event of a farm without webhooks is pending")
+			}
+			e.webhook(f.ID, furrow.EventRecommendationCreated)
+			if create(furrow.EventTriggerFired) || !create(furrow.EventRecommendationCreated) {
+				e.t.Fatal("pending must follow the webhook's event types")
+			}
+			if _, err := e.Webhooks.CreateWebhook(e.ctx, furrow.Webhook{ID: uuid.New(), FarmID: f.ID, URL: "https://hooks.example.com/all", Secret: furrow.WebhookSecretPrefix + "x"}); err != nil {
+				e.t.Fatal(err)
+			}
+			if !create(furrow.EventTriggerFired) {
+				e.t.Fatal("an event that a disabled webhook subscribes to must be pending: the webhook records it as skipped")
 			}
 		},
 		"UnknownIsNotFound": func(e *env) {

@@ -11,7 +11,7 @@ import (
 )
 
 // reading stores a reading of d with key; the clock moves on by 1 ms after.
-func (e *env) reading(d furrow.Device, key string, metric int32, value string) (furrow.Reading, furrow.Event) {
+func (e *env) reading(d furrow.Device, key string, metric int32, value string) (furrow.Reading, furrow.OutboxEvent) {
 	e.t.Helper()
 	r, ev, err := e.Readings.CreateReading(e.ctx, furrow.Reading{
 		FarmID: d.FarmID, DeviceID: d.ID, MetricID: metric, Value: value,
