@@ -31,8 +31,8 @@ type fakeStore struct {
 	lastFilter   furrow.ReadingFilter
 	published    []furrow.LiveReading
 	wakes        int
-	keyLookups   int  // DeviceByKey calls
-	keyChecks    int  // CreateReading calls, which check the key
+	keyLookups   int // DeviceByKey calls
+	keyChecks    int // CreateReading calls, which check the key
 	reenabled    []uuid.UUID
 	flipOnSignal bool // Reenable enables the webhook at once
 	redelivered  []furrow.Event
