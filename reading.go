@@ -2,7 +2,10 @@ package furrow
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -20,6 +23,26 @@ type Reading struct {
 	// FarmID is the farm of the device. It is not part of the Reading JSON;
 	// live messages add it (see LiveReading).
 	FarmID uuid.UUID
+}
+
+// Validate checks the values a device sends: a metric id from 1 to
+// 2147483647, and a value of 1 to MaxValueBytes bytes of UTF-8 text
+// without NUL characters (PostgreSQL text cannot hold NUL). Every failure is
+// an EINVALID *Error naming the field at fault.
+func (r Reading) Validate() error {
+	switch {
+	case r.MetricID < 1:
+		return Errorf(EINVALID, "The field metric_id must be an integer from 1 to %d.", math.MaxInt32)
+	case r.Value == "":
+		return Errorf(EINVALID, "The field value must not be empty.")
+	case len(r.Value) > MaxValueBytes:
+		return Errorf(EINVALID, "The field value must be at most %d bytes.", MaxValueBytes)
+	case strings.ContainsRune(r.Value, 0):
+		return Errorf(EINVALID, "The field value must not contain a NUL character.")
+	case !utf8.ValidString(r.Value):
+		return Errorf(EINVALID, "The field value must be valid UTF-8 text.")
+	}
+	return nil
 }
 
 type readingJSON struct {

@@ -27,7 +27,8 @@ const (
 	fieldValue    = "value"
 )
 
-// DecodeReadingIn parses and validates a ReadingIn body. Every failure is an
+// DecodeReadingIn parses a ReadingIn body and validates it with
+// furrow.Reading.Validate. Every failure is an
 // EINVALID *furrow.Error whose message names the field at fault.
 //
 // Rules beyond the spec: unknown fields (and timestamp) are ignored; a known
@@ -59,6 +60,9 @@ func DecodeReadingIn(body []byte) (ReadingIn, error) {
 		in.Value, err = decodeValue(raw)
 	}
 	if err != nil {
+		return ReadingIn{}, err
+	}
+	if err := (furrow.Reading{DeviceID: in.DeviceID, MetricID: in.MetricID, Value: in.Value}).Validate(); err != nil {
 		return ReadingIn{}, err
 	}
 	return in, nil
@@ -149,14 +153,6 @@ func decodeValue(raw json.RawMessage) (string, error) {
 		v = string(raw) // the exact JSON text of the number
 	default:
 		return "", invalid("The field value must be a number or a string.")
-	}
-	switch {
-	case v == "":
-		return "", invalid("The field value must not be empty.")
-	case len(v) > furrow.MaxValueBytes:
-		return "", invalid("The field value must be at most %d bytes.", furrow.MaxValueBytes)
-	case strings.ContainsRune(v, 0):
-		return "", invalid("The field value must not contain a NUL character.")
 	}
 	return v, nil
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -52,16 +51,13 @@ func (db *DB) CreateReading(ctx context.Context, r furrow.Reading, deviceKey str
 	}
 }
 
+// validReading is the domain's rule plus the farm and device, which the
+// caller sets.
 func validReading(r furrow.Reading) error {
-	switch {
-	case r.FarmID == uuid.Nil || r.DeviceID == uuid.Nil:
-		return furrow.Errorf(furrow.EINVALID, "reading needs a farm and a device")
-	case r.Value == "" || len(r.Value) > furrow.MaxValueBytes:
-		return furrow.Errorf(furrow.EINVALID, "value must be 1 to %d bytes", furrow.MaxValueBytes)
-	case !utf8.ValidString(r.Value) || strings.ContainsRune(r.Value, 0):
-		return furrow.Errorf(furrow.EINVALID, "value must be valid UTF-8 without NUL characters")
+	if r.FarmID == uuid.Nil || r.DeviceID == uuid.Nil {
+		return furrow.Errorf(furrow.EINVALID, "The reading needs a farm and a device.")
 	}
-	return nil
+	return r.Validate()
 }
 
 // ingestReq is one queued reading; done receives the outcome once.
