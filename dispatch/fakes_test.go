@@ -182,7 +182,7 @@ func (o *outbox) leased(id string) bool {
 }
 
 // CreateEvent stores e as waiting for the dispatcher.
-func (o *outbox) CreateEvent(_ context.Context, e furrow.Event) (furrow.Event, error) {
+func (o *outbox) CreateEvent(_ context.Context, e furrow.Event) (furrow.OutboxEvent, error) {
 	if e.ID == "" {
 		e.ID = furrow.NewEventID()
 	}
@@ -190,7 +190,7 @@ func (o *outbox) CreateEvent(_ context.Context, e furrow.Event) (furrow.Event, e
 		e.OccurredAtMs = furrow.Millis(o.clock.Now())
 	}
 	o.add(e)
-	return e, nil
+	return furrow.OutboxEvent{Event: e, Pending: true}, nil
 }
 
 // The fake outbox passes the suite the PostgreSQL store passes.
