@@ -5,12 +5,9 @@
 package activities
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/furrowhq/furrow"
 )
@@ -18,28 +15,16 @@ import (
 // HTTPTimeout bounds each delivery attempt, as the spec requires.
 const HTTPTimeout = 10 * time.Second
 
-// Application error types of failed attempts, visible in Temporal history.
+// Type names of the application errors of failed attempts, visible in
+// Temporal history.
 const (
-	// ErrRetryable marks an attempt that failed in a retried way: 5xx,
-	// 408, 429, timeout, connection failure, or an internal error.
-	ErrRetryable = "DeliveryRetryable"
-	// ErrRejected marks an answer that is never retried: other 4xx, 3xx.
-	ErrRejected = "DeliveryRejected"
+	// ErrorTypeRetryable marks an attempt that failed in a retried way:
+	// 5xx, 408, 429, timeout, connection failure, or an internal error.
+	ErrorTypeRetryable = "DeliveryRetryable"
+	// ErrorTypeRejected marks an answer that is never retried: other 4xx,
+	// 3xx.
+	ErrorTypeRejected = "DeliveryRejected"
 )
-
-// ChainReport tells the per-webhook workflow how a delivery chain ended. It
-// is also the payload of the chain signal.
-type ChainReport struct {
-	WebhookID uuid.UUID
-	EventID   string
-	Failed    bool
-}
-
-// ChainReporter hands a ChainReport to the webhook's workflow, starting the
-// workflow when it does not run (signal-with-start).
-type ChainReporter interface {
-	ReportChain(ctx context.Context, r ChainReport) error
-}
 
 // Activities holds the dependencies of every activity. Register one
 // instance with the worker.
@@ -51,9 +36,11 @@ type Activities struct {
 	Retention furrow.Retention
 	// HTTP sends deliveries. It should refuse private addresses (see
 	// package safehttp); redirects are never followed whatever its policy.
-	HTTP     *http.Client
-	Clock    furrow.Clock
-	Logger   *slog.Logger
+	HTTP   *http.Client
+	Clock  furrow.Clock
+	Logger *slog.Logger
+	// Reporter hands chain reports to the per-webhook workflows; cmd wires
+	// it to Temporal.
 	Reporter ChainReporter
 }
 

@@ -45,8 +45,8 @@ type DeliverResult struct {
 
 // Deliver makes one attempt to POST the event to the webhook and writes one
 // attempt row. A 2xx answer or a skip returns a result; any other outcome
-// returns a temporal ApplicationError of type ErrRetryable (with the
-// schedule's NextRetryDelay) or ErrRejected (non-retryable), whose details
+// returns a temporal ApplicationError of type ErrorTypeRetryable (with the
+// schedule's NextRetryDelay) or ErrorTypeRejected (non-retryable), whose details
 // hold the attempt number. Errors never include the secret.
 func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error) {
 	attempt := in.FirstAttempt + int(activity.GetInfo(ctx).Attempt) - 1
@@ -163,7 +163,7 @@ func classify(schedule []time.Duration, attempt int, s sent) error {
 	case s.status == 0 || s.status >= 500 || s.status == http.StatusRequestTimeout || s.status == http.StatusTooManyRequests:
 		return retryable(schedule, attempt, attemptText(s), nil)
 	}
-	return temporal.NewApplicationErrorWithOptions(attemptText(s), ErrRejected,
+	return temporal.NewApplicationErrorWithOptions(attemptText(s), ErrorTypeRejected,
 		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{attempt}})
 }
 
@@ -174,14 +174,14 @@ func attemptText(s sent) string {
 	return fmt.Sprintf("endpoint answered %d", s.status)
 }
 
-// retryable returns an ErrRetryable error whose next attempt comes after
+// retryable returns an ErrorTypeRetryable error whose next attempt comes after
 // the schedule's delay for attempt.
 func retryable(schedule []time.Duration, attempt int, msg string, cause error) error {
 	opts := temporal.ApplicationErrorOptions{Cause: cause, Details: []any{attempt}}
 	if attempt >= 1 && attempt <= len(schedule) {
 		opts.NextRetryDelay = schedule[attempt-1]
 	}
-	return temporal.NewApplicationErrorWithOptions(msg, ErrRetryable, opts)
+	return temporal.NewApplicationErrorWithOptions(msg, ErrorTypeRetryable, opts)
 }
 
 // transportError describes a failed request without the URL, which the

@@ -14,7 +14,8 @@ type SweepDevicesInput struct {
 }
 
 // SweepDevicesResult tells how many devices were marked offline; More is
-// true when the batch was full, so more may be waiting.
+// true when the batch was full, so more may be waiting. It is also the
+// result of the SweepDevices workflow, which adds up its batches.
 type SweepDevicesResult struct {
 	Marked int
 	More   bool
@@ -40,7 +41,8 @@ type PruneInput struct {
 	KeepReadings time.Duration
 }
 
-// PruneResult counts what was removed.
+// PruneResult counts what was removed. It is also the result of the
+// Retention workflow.
 type PruneResult struct {
 	Attempts int64
 	Events   int64

@@ -9,46 +9,70 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// WebhookState is the part of a webhook the per-webhook workflow owns. Gone
-// is true when the webhook no longer exists.
-type WebhookState struct {
-	WebhookID uuid.UUID
-	Enabled   bool
-	Failures  int
-	Gone      bool
+// LoadWebhookStateResult is the webhook's enabled flag and failure counter.
+// Gone is true when the webhook no longer exists.
+type LoadWebhookStateResult struct {
+	Enabled  bool
+	Failures int
+	Gone     bool
 }
 
 // LoadWebhookState reads the webhook's enabled flag and failure counter. A
 // deleted webhook is not an error: it returns Gone.
-func (a *Activities) LoadWebhookState(ctx context.Context, id uuid.UUID) (WebhookState, error) {
+func (a *Activities) LoadWebhookState(ctx context.Context, id uuid.UUID) (LoadWebhookStateResult, error) {
 	w, err := a.Webhooks.WebhookByID(ctx, id)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		return WebhookState{WebhookID: id, Gone: true}, nil
+		return LoadWebhookStateResult{Gone: true}, nil
 	} else if err != nil {
-		return WebhookState{}, fmt.Errorf("load webhook %s: %w", id, err)
+		return LoadWebhookStateResult{}, fmt.Errorf("load webhook %s: %w", id, err)
 	}
-	return WebhookState{WebhookID: id, Enabled: w.Enabled, Failures: w.ConsecutiveFailures}, nil
+	return LoadWebhookStateResult{Enabled: w.Enabled, Failures: w.ConsecutiveFailures}, nil
 }
 
-// SetWebhookState writes s.Enabled and s.Failures and returns s, with Gone
-// set when the webhook no longer exists.
-func (a *Activities) SetWebhookState(ctx context.Context, s WebhookState) (WebhookState, error) {
-	err := a.Webhooks.SetWebhookState(ctx, s.WebhookID, s.Enabled, s.Failures)
+// SetWebhookStateInput is the enabled flag and failure counter to write.
+type SetWebhookStateInput struct {
+	WebhookID uuid.UUID
+	Enabled   bool
+	Failures  int
+}
+
+// SetWebhookStateResult says whether the webhook no longer exists, so that
+// nothing was written.
+type SetWebhookStateResult struct {
+	Gone bool
+}
+
+// SetWebhookState writes in.Enabled and in.Failures.
+func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInput) (SetWebhookStateResult, error) {
+	err := a.Webhooks.SetWebhookState(ctx, in.WebhookID, in.Enabled, in.Failures)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		s.Gone = true
-		return s, nil
+		return SetWebhookStateResult{Gone: true}, nil
 	} else if err != nil {
-		return s, fmt.Errorf("set webhook %s state: %w", s.WebhookID, err)
+		return SetWebhookStateResult{}, fmt.Errorf("set webhook %s state: %w", in.WebhookID, err)
 	}
 	a.logger().InfoContext(ctx, "webhook state written",
-		"webhook_id", s.WebhookID, "enabled", s.Enabled, "consecutive_failures", s.Failures)
-	return s, nil
+		"webhook_id", in.WebhookID, "enabled", in.Enabled, "consecutive_failures", in.Failures)
+	return SetWebhookStateResult{}, nil
 }
 
-// ReportChain hands r to the webhook's workflow.
-func (a *Activities) ReportChain(ctx context.Context, r ChainReport) error {
-	if err := a.Reporter.ReportChain(ctx, r); err != nil {
-		return fmt.Errorf("report chain of webhook %s: %w", r.WebhookID, err)
+// ReportChainInput is how a delivery chain ended, to be handed to the
+// webhook's workflow (as its chain signal).
+type ReportChainInput struct {
+	WebhookID uuid.UUID
+	EventID   string
+	Failed    bool
+}
+
+// ChainReporter hands the end of a chain to the webhook's workflow,
+// starting the workflow when it does not run (signal-with-start).
+type ChainReporter interface {
+	ReportChain(ctx context.Context, in ReportChainInput) error
+}
+
+// ReportChain hands in to the webhook's workflow through a.Reporter.
+func (a *Activities) ReportChain(ctx context.Context, in ReportChainInput) error {
+	if err := a.Reporter.ReportChain(ctx, in); err != nil {
+		return fmt.Errorf("report chain of webhook %s: %w", in.WebhookID, err)
 	}
 	return nil
 }

@@ -42,9 +42,10 @@ func (ctl *Control) Reenable(ctx context.Context, webhookID uuid.UUID) error {
 	return nil
 }
 
-// ReportChain sends r to the webhook's workflow, starting it when it does
-// not run.
-func (ctl *Control) ReportChain(ctx context.Context, r activities.ChainReport) error {
+// ReportChain sends in as a workflows.ChainReport to the webhook's
+// workflow, starting it when it does not run.
+func (ctl *Control) ReportChain(ctx context.Context, in activities.ReportChainInput) error {
+	r := workflows.ChainReport{WebhookID: in.WebhookID, EventID: in.EventID, Failed: in.Failed}
 	_, err := ctl.c.SignalWithStartWorkflow(ctx, workflows.WebhookWorkflowID(r.WebhookID), workflows.SignalChain, r,
 		workflows.WebhookStart(r.WebhookID), workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: r.WebhookID})
 	return err

@@ -17,35 +17,29 @@ type WorkerOptions struct {
 }
 
 // NewWorker returns a worker (not started) on workflows.TaskQueue running
-// both workflows and the activities of acts. When acts.Reporter is nil the
-// worker's activities report chains through c.
+// the workflows and the activities of acts; the caller wires acts.Reporter.
 func NewWorker(c client.Client, acts *activities.Activities, opts WorkerOptions) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:      opts.MaxConcurrentActivities,
 		MaxConcurrentLocalActivityExecutionSize: opts.MaxConcurrentLocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  opts.MaxConcurrentWorkflowTasks,
 	})
-	Register(w, withReporter(acts, c))
+	Register(w, acts)
 	return w
 }
 
 // Register registers the workflows and the activities of acts on r, for a
-// worker, a test environment or a replayer.
+// worker or a test environment.
 func Register(r worker.Registry, acts *activities.Activities) {
+	RegisterWorkflows(r)
+	r.RegisterActivity(acts)
+}
+
+// RegisterWorkflows registers every workflow under its history name, for
+// Register and for a replayer.
+func RegisterWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.Delivery, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.Webhook, workflow.RegisterOptions{Name: workflows.WebhookWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.SweepDevices, workflow.RegisterOptions{Name: workflows.SweepDevicesWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.Retention, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
-	r.RegisterActivity(acts)
-}
-
-// withReporter returns acts, or a copy reporting through c when it has no
-// Reporter; the caller's value is left as it was.
-func withReporter(acts *activities.Activities, c client.Client) *activities.Activities {
-	if acts.Reporter != nil {
-		return acts
-	}
-	cp := *acts
-	cp.Reporter = NewControl(c)
-	return &cp
 }

@@ -134,7 +134,7 @@ func retried(err error) bool {
 func asChainFailure(err error) error {
 	var timeout *temporal.TimeoutError
 	if err != nil && errors.As(err, &timeout) {
-		return temporal.NewApplicationError("attempt timed out", activities.ErrRetryable)
+		return temporal.NewApplicationError("attempt timed out", activities.ErrorTypeRetryable)
 	}
 	return err
 }
@@ -146,6 +146,6 @@ func report(ctx workflow.Context, in DeliveryInput, failed bool) error {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 	})
-	r := activities.ChainReport{WebhookID: in.WebhookID, EventID: in.EventID, Failed: failed}
+	r := activities.ReportChainInput{WebhookID: in.WebhookID, EventID: in.EventID, Failed: failed}
 	return workflow.ExecuteActivity(ctx, a.ReportChain, r).Get(ctx, nil)
 }

@@ -180,7 +180,7 @@ func TestDeliverySkippedWhenDeleted(t *testing.T) {
 func assertReports(t *testing.T, f *fixture, failed bool) {
 	t.Helper()
 	reports := f.reporter.Reports()
-	want := activities.ChainReport{WebhookID: f.webhook.ID, EventID: f.event.ID, Failed: failed}
+	want := activities.ReportChainInput{WebhookID: f.webhook.ID, EventID: f.event.ID, Failed: failed}
 	if len(reports) != 1 || reports[0] != want {
 		t.Errorf("reports = %+v, want [%+v]", reports, want)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/workflows"
 )
 
 // store is an in-memory furrow.WebhookService and furrow.EventService.
@@ -19,7 +20,7 @@ type store struct {
 	hooks    map[uuid.UUID]furrow.Webhook
 	events   map[string]furrow.Event
 	attempts []furrow.Attempt
-	writes   []activities.WebhookState
+	writes   []workflows.WebhookState
 }
 
 func newStore() *store {
@@ -45,7 +46,7 @@ func (s *store) SetWebhookState(_ context.Context, id uuid.UUID, enabled bool, f
 	}
 	w.Enabled, w.ConsecutiveFailures = enabled, failures
 	s.hooks[id] = w
-	s.writes = append(s.writes, activities.WebhookState{WebhookID: id, Enabled: enabled, Failures: failures})
+	s.writes = append(s.writes, workflows.WebhookState{WebhookID: id, Enabled: enabled, Failures: failures})
 	return nil
 }
 
@@ -80,29 +81,29 @@ func (s *store) rows() []furrow.Attempt {
 	return append([]furrow.Attempt(nil), s.attempts...)
 }
 
-func (s *store) Writes() []activities.WebhookState {
+func (s *store) Writes() []workflows.WebhookState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]activities.WebhookState(nil), s.writes...)
+	return append([]workflows.WebhookState(nil), s.writes...)
 }
 
 // reporter records chain reports.
 type reporter struct {
 	mu      sync.Mutex
-	reports []activities.ChainReport
+	reports []activities.ReportChainInput
 }
 
-func (r *reporter) ReportChain(_ context.Context, c activities.ChainReport) error {
+func (r *reporter) ReportChain(_ context.Context, c activities.ReportChainInput) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reports = append(r.reports, c)
 	return nil
 }
 
-func (r *reporter) Reports() []activities.ChainReport {
+func (r *reporter) Reports() []activities.ReportChainInput {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]activities.ChainReport(nil), r.reports...)
+	return append([]activities.ReportChainInput(nil), r.reports...)
 }
 
 // fixture is a webhook with one event in a store.

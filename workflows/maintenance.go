@@ -34,25 +34,24 @@ type SweepDevicesInput struct {
 	OfflineAfter time.Duration
 }
 
-// SweepDevicesResult says how many devices one sweep marked offline.
-type SweepDevicesResult struct {
-	Marked int
-}
-
 // SweepDevices marks devices silent for longer than OfflineAfter offline,
 // one indexed query per batch, each with exactly one device.offline event
-// per episode. A schedule runs it every FURROW_DEVICE_SWEEP_EVERY.
-func SweepDevices(ctx workflow.Context, in SweepDevicesInput) (SweepDevicesResult, error) {
+// per episode. A schedule runs it every FURROW_DEVICE_SWEEP_EVERY. Its
+// result adds up the batches; More says the run stopped at its bound with
+// devices left for the next run.
+func SweepDevices(ctx workflow.Context, in SweepDevicesInput) (activities.SweepDevicesResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, maintenanceOptions)
-	var total SweepDevicesResult
+	var a *activities.Activities
+	var total activities.SweepDevicesResult
 	for i := 0; i < sweepMaxBatches; i++ {
 		var r activities.SweepDevicesResult
-		err := workflow.ExecuteActivity(ctx, (*activities.Activities).SweepDevices,
+		err := workflow.ExecuteActivity(ctx, a.SweepDevices,
 			activities.SweepDevicesInput{OfflineAfter: in.OfflineAfter, Batch: sweepBatch}).Get(ctx, &r)
 		if err != nil {
 			return total, err
 		}
 		total.Marked += r.Marked
+		total.More = r.More
 		if !r.More {
 			break
 		}
@@ -68,20 +67,15 @@ type RetentionInput struct {
 	KeepReadings time.Duration
 }
 
-// RetentionResult counts what one run removed.
-type RetentionResult struct {
-	Attempts int64
-	Events   int64
-	Readings int64
-}
-
 // Retention removes delivery attempts and dispatched events older than
-// Keep. A schedule runs it every RetentionEvery.
-func Retention(ctx workflow.Context, in RetentionInput) (RetentionResult, error) {
+// Keep, and returns what it removed. A schedule runs it every
+// RetentionEvery.
+func Retention(ctx workflow.Context, in RetentionInput) (activities.PruneResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, maintenanceOptions)
+	var a *activities.Activities
 	var r activities.PruneResult
-	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Prune, activities.PruneInput{Keep: in.Keep, KeepReadings: in.KeepReadings}).Get(ctx, &r)
-	return RetentionResult{Attempts: r.Attempts, Events: r.Events, Readings: r.Readings}, err
+	err := workflow.ExecuteActivity(ctx, a.Prune, activities.PruneInput{Keep: in.Keep, KeepReadings: in.KeepReadings}).Get(ctx, &r)
+	return r, err
 }
 
 var maintenanceOptions = workflow.ActivityOptions{

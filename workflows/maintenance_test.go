@@ -38,7 +38,7 @@ func runSweep(t *testing.T, db *pgstore.DB, clock furrow.Clock, offlineAfter tim
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("sweep: %v", env.GetWorkflowError())
 	}
-	var r workflows.SweepDevicesResult
+	var r activities.SweepDevicesResult
 	if err := env.GetWorkflowResult(&r); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestRetentionRemovesOldAttemptsKeepsNew(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var r workflows.RetentionResult
+	var r activities.PruneResult
 	if err := env.GetWorkflowResult(&r); err != nil || r.Attempts != 2 {
 		t.Fatalf("removed %d attempts (%v), want 2", r.Attempts, err)
 	}

@@ -33,10 +33,28 @@ const (
 	// It carries no payload, so support can send it from the Temporal UI
 	// or CLI.
 	SignalReenable = "reenable"
-	// SignalChain reports the end of a delivery chain (an
-	// activities.ChainReport). Only delivery workflows send it.
+	// SignalChain reports the end of a delivery chain (a ChainReport).
+	// Only delivery workflows send it, through the ReportChain activity.
 	SignalChain = "chain"
 )
+
+// ChainReport is the payload of SignalChain: how one delivery chain of a
+// webhook ended.
+type ChainReport struct {
+	WebhookID uuid.UUID
+	EventID   string
+	Failed    bool
+}
+
+// WebhookState is the part of a webhook the per-webhook workflow owns,
+// carried over by continue-as-new. Gone is true when the webhook no longer
+// exists.
+type WebhookState struct {
+	WebhookID uuid.UUID
+	Enabled   bool
+	Failures  int
+	Gone      bool
+}
 
 // DefaultSchedule is the delay after each failed attempt but the last: 8
 // attempts over about 21 hours.

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/temporaltest"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -37,8 +36,7 @@ func TestReplay(t *testing.T) {
 		record(t)
 	}
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(workflows.Delivery, workflow.RegisterOptions{Name: workflows.DeliveryWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.Webhook, workflow.RegisterOptions{Name: workflows.WebhookWorkflowName})
+	ftemporal.RegisterWorkflows(r)
 	for _, name := range histories {
 		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", name)); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -71,7 +69,8 @@ func record(t *testing.T) {
 	}))
 	defer srv.Close()
 	f := newFixture(srv.URL, 0)
-	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{}}
+	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
+		Reporter: ftemporal.NewControl(c)}
 	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ const maxSignalsPerRun = 500
 // by continue-as-new.
 type WebhookInput struct {
 	WebhookID uuid.UUID
-	State     *activities.WebhookState
+	State     *WebhookState
 }
 
 // Webhook is the per-webhook workflow, the single writer of the webhook's
@@ -42,7 +42,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	reenable := workflow.GetSignalChannel(ctx, SignalReenable)
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(chain, func(c workflow.ReceiveChannel, _ bool) {
-		var r activities.ChainReport
+		var r ChainReport
 		c.Receive(ctx, &r)
 		w.next = w.afterChain(r)
 	})
@@ -71,11 +71,11 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 
 // webhookRun is the state of one run: state as written, next as wanted.
 type webhookRun struct {
-	state activities.WebhookState
-	next  activities.WebhookState
+	state WebhookState
+	next  WebhookState
 }
 
-func (w *webhookRun) afterChain(r activities.ChainReport) activities.WebhookState {
+func (w *webhookRun) afterChain(r ChainReport) WebhookState {
 	s := w.state
 	if !r.Failed {
 		s.Failures = 0
@@ -88,7 +88,7 @@ func (w *webhookRun) afterChain(r activities.ChainReport) activities.WebhookStat
 	return s
 }
 
-func (w *webhookRun) afterReenable() activities.WebhookState {
+func (w *webhookRun) afterReenable() WebhookState {
 	s := w.state
 	s.Enabled, s.Failures = true, 0
 	return s
@@ -100,23 +100,25 @@ func (w *webhookRun) write(ctx workflow.Context) error {
 		return nil
 	}
 	var a *activities.Activities
-	var got activities.WebhookState
-	if err := workflow.ExecuteActivity(ctx, a.SetWebhookState, w.next).Get(ctx, &got); err != nil {
+	var got activities.SetWebhookStateResult
+	set := activities.SetWebhookStateInput{WebhookID: w.next.WebhookID, Enabled: w.next.Enabled, Failures: w.next.Failures}
+	if err := workflow.ExecuteActivity(ctx, a.SetWebhookState, set).Get(ctx, &got); err != nil {
 		return err
 	}
-	w.state = got
+	w.state = w.next
 	if got.Gone {
-		workflow.GetLogger(ctx).Info("webhook deleted; workflow ends", "webhook_id", got.WebhookID)
+		w.state.Gone = true
+		workflow.GetLogger(ctx).Info("webhook deleted; workflow ends", "webhook_id", w.state.WebhookID)
 	}
 	return nil
 }
 
-func initialState(ctx workflow.Context, in WebhookInput) (activities.WebhookState, error) {
+func initialState(ctx workflow.Context, in WebhookInput) (WebhookState, error) {
 	if in.State != nil {
 		return *in.State, nil
 	}
 	var a *activities.Activities
-	var s activities.WebhookState
-	err := workflow.ExecuteActivity(ctx, a.LoadWebhookState, in.WebhookID).Get(ctx, &s)
-	return s, err
+	var got activities.LoadWebhookStateResult
+	err := workflow.ExecuteActivity(ctx, a.LoadWebhookState, in.WebhookID).Get(ctx, &got)
+	return WebhookState{WebhookID: in.WebhookID, Enabled: got.Enabled, Failures: got.Failures, Gone: got.Gone}, err
 }
