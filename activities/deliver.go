@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
@@ -29,7 +30,7 @@ type DeliverInput struct {
 	// attempt; later retries count on from it.
 	FirstAttempt int
 	// Schedule is the delay after each failed attempt of the chain.
-	Schedule []time.Duration
+	Schedule []furrow.Duration
 }
 
 // DeliverResult is the outcome of an attempt that did not fail.
@@ -39,6 +40,8 @@ type DeliverResult struct {
 	// Skipped is set when the webhook was disabled or gone, or the event
 	// gone, so nothing was sent.
 	Skipped bool
+	// SkipReason says why, when Skipped.
+	SkipReason string `json:",omitempty"`
 	// Failures is the webhook's failure counter read by the attempt.
 	Failures int
 }
@@ -46,20 +49,22 @@ type DeliverResult struct {
 // Deliver makes one attempt to POST the event to the webhook and writes one
 // attempt row. A 2xx answer or a skip returns a result; any other outcome
 // returns a temporal ApplicationError of type ErrorTypeRetryable (with the
-// schedule's NextRetryDelay) or ErrorTypeRejected (non-retryable), whose details
-// hold the attempt number. Errors never include the secret.
+// schedule's NextRetryDelay) or ErrorTypeRejected (non-retryable), whose
+// details hold the attempt number and the answer's status code (0 when
+// none), and whose message is at most MaxErrorText bytes. Errors never
+// include the secret.
 func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error) {
 	attempt := in.FirstAttempt + int(activity.GetInfo(ctx).Attempt) - 1
 	res := DeliverResult{Attempt: attempt}
 	w, body, skip, err := a.load(ctx, in)
 	if err != nil {
-		return res, retryable(in.Schedule, attempt, "could not load the delivery", err)
+		return res, retryable(in.Schedule, attempt, 0, "could not load the delivery", err)
 	}
 	row := furrow.Attempt{DeliveryID: uuid.New(), WebhookID: in.WebhookID, EventID: in.EventID, Attempt: attempt}
 	if skip != "" {
 		row.Error, row.AtMs = skip, furrow.Millis(a.Clock.Now())
 		a.record(ctx, row)
-		res.Skipped = true
+		res.Skipped, res.SkipReason = true, skip
 		return res, nil
 	}
 	res.Failures = w.ConsecutiveFailures
@@ -156,30 +161,34 @@ func (a *Activities) record(ctx context.Context, row furrow.Attempt) {
 }
 
 // classify turns a sent attempt into nil (2xx) or an application error.
-func classify(schedule []time.Duration, attempt int, s sent) error {
+func classify(schedule []furrow.Duration, attempt int, s sent) error {
 	switch {
 	case s.status >= 200 && s.status < 300:
 		return nil
 	case s.status == 0 || s.status >= 500 || s.status == http.StatusRequestTimeout || s.status == http.StatusTooManyRequests:
-		return retryable(schedule, attempt, attemptText(s), nil)
+		return retryable(schedule, attempt, s.status, attemptText(s), nil)
 	}
 	return temporal.NewApplicationErrorWithOptions(attemptText(s), ErrorTypeRejected,
-		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{attempt}})
+		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{attempt, s.status}})
 }
+
+// MaxErrorText bounds the text of an attempt's error, which workflow
+// results and histories carry.
+const MaxErrorText = 200
 
 func attemptText(s sent) string {
 	if s.status == 0 {
-		return s.errText
+		return boundText(s.errText, MaxErrorText)
 	}
 	return fmt.Sprintf("endpoint answered %d", s.status)
 }
 
 // retryable returns an ErrorTypeRetryable error whose next attempt comes after
 // the schedule's delay for attempt.
-func retryable(schedule []time.Duration, attempt int, msg string, cause error) error {
-	opts := temporal.ApplicationErrorOptions{Cause: cause, Details: []any{attempt}}
+func retryable(schedule []furrow.Duration, attempt, status int, msg string, cause error) error {
+	opts := temporal.ApplicationErrorOptions{Cause: cause, Details: []any{attempt, status}}
 	if attempt >= 1 && attempt <= len(schedule) {
-		opts.NextRetryDelay = schedule[attempt-1]
+		opts.NextRetryDelay = time.Duration(schedule[attempt-1])
 	}
 	return temporal.NewApplicationErrorWithOptions(msg, ErrorTypeRetryable, opts)
 }
@@ -205,4 +214,16 @@ func isTimeout(err error) bool {
 // cleanText makes an answer storable as text: valid UTF-8 without NUL.
 func cleanText(b []byte) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "")
+}
+
+// boundText cuts s to at most n bytes on a rune boundary.
+func boundText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }

@@ -86,7 +86,7 @@ func deliver(t *testing.T, s *store, acts *activities.Activities, attempt int) (
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
 	in := activities.DeliverInput{WebhookID: s.hook.ID, EventID: s.event.ID, FirstAttempt: attempt,
-		Schedule: []time.Duration{time.Minute, time.Hour}}
+		Schedule: furrow.Durations([]time.Duration{time.Minute, time.Hour})}
 	v, err := env.ExecuteActivity(acts.Deliver, in)
 	var res activities.DeliverResult
 	if err == nil {
@@ -158,6 +158,10 @@ func TestDeliverErrorsFollowSchedule(t *testing.T) {
 		}
 		if wantRetry && appErr.NextRetryDelay() != time.Hour {
 			t.Errorf("status %d: next delay %s, want the schedule's second delay", status, appErr.NextRetryDelay())
+		}
+		var attempt, code int
+		if err := appErr.Details(&attempt, &code); err != nil || attempt != 2 || code != status {
+			t.Errorf("status %d: details attempt %d status %d (%v)", status, attempt, code, err)
 		}
 		if s.attempts[0].StatusCode != status {
 			t.Errorf("status %d: row says %d (redirect followed?)", status, s.attempts[0].StatusCode)

@@ -56,11 +56,14 @@ func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInpu
 }
 
 // ReportChainInput is how a delivery chain ended, to be handed to the
-// webhook's workflow (as its chain signal).
+// webhook's workflow (as its chain signal): StatusCode and Error are those
+// of the chain's last attempt.
 type ReportChainInput struct {
-	WebhookID uuid.UUID
-	EventID   string
-	Failed    bool
+	WebhookID  uuid.UUID
+	EventID    string
+	Failed     bool
+	StatusCode int    `json:",omitempty"`
+	Error      string `json:",omitempty"`
 }
 
 // ChainReporter hands the end of a chain to the webhook's workflow,

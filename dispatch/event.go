@@ -36,7 +36,7 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem chan struct{}, hooks
 
 // start starts the delivery workflow; an existing one counts as started.
 func (d *Dispatcher) start(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
-	opts, in := workflows.DeliveryStart(workflows.DeliveryWorkflowID(w.ID, e.ID), w.ID, e, d.cfg.Schedule)
+	opts, in := workflows.DeliveryStart(workflows.DeliveryWorkflowID(w.ID, e.ID), w, e, d.cfg.Schedule)
 	_, err := d.deps.Starter.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in)
 	switch {
 	case err == nil:

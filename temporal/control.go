@@ -45,7 +45,8 @@ func (ctl *Control) Reenable(ctx context.Context, webhookID uuid.UUID) error {
 // ReportChain sends in as a workflows.ChainReport to the webhook's
 // workflow, starting it when it does not run.
 func (ctl *Control) ReportChain(ctx context.Context, in activities.ReportChainInput) error {
-	r := workflows.ChainReport{WebhookID: in.WebhookID, EventID: in.EventID, Failed: in.Failed}
+	r := workflows.ChainReport{WebhookID: in.WebhookID, EventID: in.EventID, Failed: in.Failed,
+		StatusCode: in.StatusCode, Error: in.Error}
 	_, err := ctl.c.SignalWithStartWorkflow(ctx, workflows.WebhookWorkflowID(r.WebhookID), workflows.SignalChain, r,
 		workflows.WebhookStart(r.WebhookID), workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: r.WebhookID})
 	return err
@@ -58,7 +59,7 @@ func (ctl *Control) Redeliver(ctx context.Context, w furrow.Webhook, events []fu
 	n := 0
 	for _, e := range events {
 		id := workflows.RedeliveryWorkflowID(w.ID, e.ID, uuid.NewString())
-		opts, in := workflows.DeliveryStart(id, w.ID, e, ctl.Schedule)
+		opts, in := workflows.DeliveryStart(id, w, e, ctl.Schedule)
 		if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in); err != nil && !workflows.AlreadyStarted(err) {
 			return n, fmt.Errorf("start redelivery of %s to webhook %s: %w", e.ID, w.ID, err)
 		}

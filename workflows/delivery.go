@@ -8,12 +8,20 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
 )
 
 // attemptTimeout bounds one attempt: comfortably above the HTTP timeout,
 // so that the store calls around the POST fit too.
 const attemptTimeout = 3 * activities.HTTPTimeout
+
+// attemptsChange versions how attempts after the first run. Before it they
+// ran as one activity with a retry policy, so the workflow learnt nothing
+// until the chain ended; since, each runs as its own activity after a
+// timer, so the workflow can tell at every step which attempt it waits
+// for. Histories recorded before replay the old way.
+const attemptsChange = "attempt-per-activity"
 
 // Delivery outcomes.
 const (
@@ -31,27 +39,28 @@ type DeliveryInput struct {
 	EventType string
 	// Schedule is the delay after each failed attempt but the last; empty
 	// means DefaultSchedule.
-	Schedule []time.Duration
+	Schedule []furrow.Duration
 }
 
-// DeliveryResult is the result of the delivery workflow.
+// DeliveryResult is the result of the delivery workflow. StatusCode and
+// Error are those of the last attempt: the answer's status (0 when there
+// was none) and, unless delivered, why it failed or was skipped.
 type DeliveryResult struct {
 	Outcome    string
 	Attempts   int
 	StatusCode int
+	Error      string `json:",omitempty"`
 }
 
 // Delivery delivers one event to one webhook with up to len(schedule)+1
 // attempts. The first attempt runs as a local activity, since most
-// deliveries succeed at once; the rest run as one regular activity whose
-// retry policy and errors follow the schedule. A failed chain, and a
-// success after failures, are reported to the webhook's workflow.
+// deliveries succeed at once; each later one runs as its own activity
+// after the schedule's delay. A failed chain, and a success after
+// failures, are reported to the webhook's workflow. The workflow's current
+// details say at every step what it waits for.
 func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
-	schedule := in.Schedule
-	if len(schedule) == 0 {
-		schedule = DefaultSchedule
-	}
-	res, err := deliver(ctx, in, schedule)
+	c := newChain(in)
+	res, err := c.deliver(ctx)
 	out := DeliveryResult{Outcome: Delivered, Attempts: res.Attempt, StatusCode: res.StatusCode}
 	var appErr *temporal.ApplicationError
 	switch {
@@ -60,66 +69,150 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 		// workflow rather than count a chain.
 		return out, err
 	case err != nil:
-		out.Outcome = Failed
+		f := failureOf(err)
+		out.Outcome, out.StatusCode, out.Error = Failed, f.status, f.text
+		if f.attempt > 0 {
+			out.Attempts = f.attempt
+		}
 	case res.Skipped:
-		out.Outcome = Skipped
+		out.Outcome, out.Error = Skipped, res.SkipReason
 	}
+	workflow.SetCurrentDetails(ctx, c.ended(out))
 	if out.Outcome == Failed || (out.Outcome == Delivered && res.Failures > 0) {
-		if err := report(ctx, in, out.Outcome == Failed); err != nil {
+		if err := report(ctx, in, out); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
 }
 
-// deliver runs the attempts. On a chain failure the result's Attempt is the
-// number of the last attempt.
-func deliver(ctx workflow.Context, in DeliveryInput, schedule []time.Duration) (activities.DeliverResult, error) {
+// chain is one delivery chain being run.
+type chain struct {
+	in       activities.DeliverInput
+	schedule []time.Duration
+}
+
+func newChain(in DeliveryInput) *chain {
+	schedule := furrow.TimeDurations(in.Schedule)
+	if len(schedule) == 0 {
+		schedule = DefaultSchedule
+	}
+	return &chain{
+		in:       activities.DeliverInput{WebhookID: in.WebhookID, EventID: in.EventID, FirstAttempt: 1, Schedule: furrow.Durations(schedule)},
+		schedule: schedule,
+	}
+}
+
+// total is the number of attempts the chain may make.
+func (c *chain) total() int { return len(c.schedule) + 1 }
+
+// deliver runs the attempts and returns the last one's result or error.
+func (c *chain) deliver(ctx workflow.Context) (activities.DeliverResult, error) {
 	var a *activities.Activities
 	var res activities.DeliverResult
-	din := activities.DeliverInput{WebhookID: in.WebhookID, EventID: in.EventID, FirstAttempt: 1, Schedule: schedule}
+	workflow.SetCurrentDetails(ctx, c.sending(1))
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: attemptTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:             c.attemptSummary(1),
 	})
-	err := workflow.ExecuteLocalActivity(lctx, a.Deliver, din).Get(ctx, &res)
+	err := workflow.ExecuteLocalActivity(lctx, a.Deliver, c.in).Get(ctx, &res)
 	res.Attempt = 1
-	if err == nil || !retried(err) || len(schedule) == 0 {
+	if err == nil || !retried(err) || len(c.schedule) == 0 {
 		return res, err
 	}
-	if err := workflow.Sleep(ctx, schedule[0]); err != nil {
+	if workflow.GetVersion(ctx, attemptsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return c.retryInOneActivity(ctx, err)
+	}
+	for attempt := 2; attempt <= c.total(); attempt++ {
+		if err := c.wait(ctx, attempt, failureOf(err)); err != nil {
+			return res, err
+		}
+		res = activities.DeliverResult{}
+		err = c.attempt(ctx, attempt, &res)
+		res.Attempt = attempt
+		if err == nil || !retried(err) {
+			break
+		}
+	}
+	return res, asChainFailure(err)
+}
+
+// wait sleeps the schedule's delay before attempt, saying why.
+func (c *chain) wait(ctx workflow.Context, attempt int, last failure) error {
+	delay := c.schedule[attempt-2]
+	workflow.SetCurrentDetails(ctx, c.waiting(attempt-1, last, delay))
+	t := workflow.NewTimerWithOptions(ctx, delay, workflow.TimerOptions{Summary: c.waitSummary(attempt, delay)})
+	return t.Get(ctx, nil)
+}
+
+// attempt runs one attempt (2 or later) as its own activity.
+func (c *chain) attempt(ctx workflow.Context, attempt int, res *activities.DeliverResult) error {
+	var a *activities.Activities
+	workflow.SetCurrentDetails(ctx, c.sending(attempt))
+	in := c.in
+	in.FirstAttempt = attempt
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: attemptTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:             c.attemptSummary(attempt),
+	})
+	return workflow.ExecuteActivity(actx, a.Deliver, in).Get(ctx, res)
+}
+
+// retryInOneActivity runs attempts 2 and later as one activity whose retry
+// policy and errors follow the schedule: how workflows started before
+// attemptsChange go on.
+func (c *chain) retryInOneActivity(ctx workflow.Context, first error) (activities.DeliverResult, error) {
+	var a *activities.Activities
+	var res activities.DeliverResult
+	workflow.SetCurrentDetails(ctx, c.waiting(1, failureOf(first), c.schedule[0]))
+	if err := workflow.Sleep(ctx, c.schedule[0]); err != nil {
 		return res, err
 	}
-	din.FirstAttempt = 2
+	in := c.in
+	in.FirstAttempt = 2
+	workflow.SetCurrentDetails(ctx, c.sendingRetried())
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: attemptTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			// Errors set NextRetryDelay; these apply only to failures
 			// that carry none (timeouts of the activity itself).
-			InitialInterval:    schedule[0],
+			InitialInterval:    c.schedule[0],
 			BackoffCoefficient: 2,
-			MaximumAttempts:    int32(len(schedule)),
+			MaximumAttempts:    int32(len(c.schedule)),
 		},
+		Summary: c.retriedSummary(),
 	})
-	err = workflow.ExecuteActivity(actx, a.Deliver, din).Get(ctx, &res)
+	err := workflow.ExecuteActivity(actx, a.Deliver, in).Get(ctx, &res)
 	if err != nil {
-		res.Attempt = failedAttempt(err, len(schedule)+1)
+		res.Attempt = c.total()
 	}
 	return res, asChainFailure(err)
 }
 
-// failedAttempt returns the attempt number an activity error carries in its
-// details, or fallback (retries exhausted by timeouts).
-func failedAttempt(err error, fallback int) int {
-	var appErr *temporal.ApplicationError
-	var n int
-	if errors.As(err, &appErr) && appErr.HasDetails() && appErr.Details(&n) == nil {
-		return n
-	}
-	return fallback
+// failure is what a failed attempt's error tells.
+type failure struct {
+	attempt int // 0 when the error does not say
+	status  int // 0 when there was no answer
+	text    string
 }
 
-// retried reports whether a failed first attempt leads to another one.
+// failureOf reads the attempt number and status code that Deliver puts in
+// its errors' details (histories recorded before have the attempt only).
+func failureOf(err error) failure {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		return failure{text: "attempt timed out"}
+	}
+	f := failure{text: appErr.Message()}
+	if appErr.HasDetails() {
+		_ = appErr.Details(&f.attempt, &f.status)
+	}
+	return f
+}
+
+// retried reports whether a failed attempt leads to another one.
 func retried(err error) bool {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
@@ -140,12 +233,14 @@ func asChainFailure(err error) error {
 }
 
 // report tells the webhook's workflow how the chain ended.
-func report(ctx workflow.Context, in DeliveryInput, failed bool) error {
+func report(ctx workflow.Context, in DeliveryInput, out DeliveryResult) error {
 	var a *activities.Activities
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
+		Summary:             "report the chain to " + WebhookWorkflowID(in.WebhookID),
 	})
-	r := activities.ReportChainInput{WebhookID: in.WebhookID, EventID: in.EventID, Failed: failed}
+	r := activities.ReportChainInput{WebhookID: in.WebhookID, EventID: in.EventID, Failed: out.Outcome == Failed,
+		StatusCode: out.StatusCode, Error: out.Error}
 	return workflow.ExecuteActivity(ctx, a.ReportChain, r).Get(ctx, nil)
 }

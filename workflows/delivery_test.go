@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -24,7 +25,7 @@ func runDelivery(t *testing.T, f *fixture, client *http.Client, schedule []time.
 	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: client,
 		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter}
 	ftemporal.Register(env, acts)
-	_, in := workflows.DeliveryStart("id", f.webhook.ID, f.event, schedule)
+	_, in := workflows.DeliveryStart("id", f.webhook, f.event, schedule)
 	env.ExecuteWorkflow(workflows.DeliveryWorkflowName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -72,7 +73,7 @@ func TestDeliveryFullScheduleAgainstFailingEndpoint(t *testing.T) {
 	if rows[7].Attempt != 8 {
 		t.Errorf("last row has attempt %d, want 8", rows[7].Attempt)
 	}
-	assertReports(t, f, true)
+	assertReports(t, f, true, 500)
 }
 
 func TestDeliveryNotRetried(t *testing.T) {
@@ -83,7 +84,7 @@ func TestDeliveryNotRetried(t *testing.T) {
 		if res.Outcome != workflows.Failed || res.Attempts != 1 || hits.Load() != 1 {
 			t.Errorf("status %d: got %+v after %d hits, want failed after 1 attempt", status, res, hits.Load())
 		}
-		assertReports(t, f, true)
+		assertReports(t, f, true, status)
 	}
 }
 
@@ -108,7 +109,7 @@ func TestDeliverySuccessAfterFailuresIsReported(t *testing.T) {
 	if res := runDelivery(t, f, srv.Client(), nil); res.Outcome != workflows.Delivered || res.Attempts != 1 {
 		t.Fatalf("got %+v, want delivered at once", res)
 	}
-	assertReports(t, f, false)
+	assertReports(t, f, false, 200)
 }
 
 func TestDeliveryTimeoutAndConnectionFailureRetried(t *testing.T) {
@@ -177,10 +178,15 @@ func TestDeliverySkippedWhenDeleted(t *testing.T) {
 	}
 }
 
-func assertReports(t *testing.T, f *fixture, failed bool) {
+// assertReports checks that the chain was reported once, with the status
+// code of its last attempt and, when failed, that attempt's error.
+func assertReports(t *testing.T, f *fixture, failed bool, status int) {
 	t.Helper()
 	reports := f.reporter.Reports()
-	want := activities.ReportChainInput{WebhookID: f.webhook.ID, EventID: f.event.ID, Failed: failed}
+	want := activities.ReportChainInput{WebhookID: f.webhook.ID, EventID: f.event.ID, Failed: failed, StatusCode: status}
+	if failed {
+		want.Error = fmt.Sprintf("endpoint answered %d", status)
+	}
 	if len(reports) != 1 || reports[0] != want {
 		t.Errorf("reports = %+v, want [%+v]", reports, want)
 	}

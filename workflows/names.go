@@ -38,22 +38,33 @@ const (
 	SignalChain = "chain"
 )
 
+// QueryState is the query the per-webhook workflow answers with its
+// WebhookState, for the Temporal UI's Queries tab and
+// `temporal workflow query --type state`.
+const QueryState = "state"
+
 // ChainReport is the payload of SignalChain: how one delivery chain of a
-// webhook ended.
+// webhook ended. StatusCode and Error are those of its last attempt.
 type ChainReport struct {
-	WebhookID uuid.UUID
-	EventID   string
-	Failed    bool
+	WebhookID  uuid.UUID
+	EventID    string
+	Failed     bool
+	StatusCode int    `json:",omitempty"`
+	Error      string `json:",omitempty"`
 }
 
 // WebhookState is the part of a webhook the per-webhook workflow owns,
-// carried over by continue-as-new. Gone is true when the webhook no longer
-// exists.
+// carried over by continue-as-new and answered to QueryState. Failures
+// counts consecutive failed chains. Gone is true when the webhook no longer
+// exists. LastChange says what last changed Enabled or Failures, and
+// ChangedAt when; both are empty until the workflow changes them.
 type WebhookState struct {
-	WebhookID uuid.UUID
-	Enabled   bool
-	Failures  int
-	Gone      bool
+	WebhookID  uuid.UUID
+	Enabled    bool
+	Failures   int
+	Gone       bool
+	LastChange string     `json:",omitempty"`
+	ChangedAt  *time.Time `json:",omitempty"`
 }
 
 // DefaultSchedule is the delay after each failed attempt but the last: 8
@@ -105,20 +116,25 @@ func DeliverySearchAttributes(webhookID uuid.UUID, e furrow.Event) temporal.Sear
 }
 
 // DeliveryStart returns the start options and input of the delivery of e
-// to a webhook under workflow ID id. A closed or running workflow with the
-// same ID makes the start fail with WorkflowExecutionAlreadyStarted, which
-// callers treat as success. An empty schedule means DefaultSchedule.
-func DeliveryStart(id string, webhookID uuid.UUID, e furrow.Event, schedule []time.Duration) (client.StartWorkflowOptions, DeliveryInput) {
+// to webhook w under workflow ID id. The options carry the summary and
+// details the Temporal UI shows, with w's host but never its secret, path
+// or query. A closed or running workflow with the same ID makes the start
+// fail with WorkflowExecutionAlreadyStarted, which callers treat as
+// success. An empty schedule means DefaultSchedule.
+func DeliveryStart(id string, w furrow.Webhook, e furrow.Event, schedule []time.Duration) (client.StartWorkflowOptions, DeliveryInput) {
+	host := webhookHost(w.URL)
 	opts := client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                TaskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		TypedSearchAttributes:                    DeliverySearchAttributes(webhookID, e),
+		TypedSearchAttributes:                    DeliverySearchAttributes(w.ID, e),
 		EnableEagerStart:                         true,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		StaticSummary:                            deliverySummary(host, e),
+		StaticDetails:                            deliveryDetails(w.ID, host, e, schedule),
 	}
-	in := DeliveryInput{WebhookID: webhookID, EventID: e.ID, FarmID: e.FarmID, EventType: e.Type, Schedule: schedule}
+	in := DeliveryInput{WebhookID: w.ID, EventID: e.ID, FarmID: e.FarmID, EventType: e.Type, Schedule: furrow.Durations(schedule)}
 	return opts, in
 }
 

@@ -26,8 +26,16 @@ import (
 
 var update = flag.Bool("update", false, "regenerate testdata histories against an in-process Temporal")
 
-// Histories replayed by TestReplay; regenerate with go test -run TestReplay -update.
-var histories = []string{"delivery_rejected.json", "delivery_retried.json", "webhook.json"}
+// Histories replayed by TestReplay. The unprefixed ones were recorded
+// before the delivery workflow's attemptsChange and are kept as they are;
+// go test -run TestReplay -update records the current ones (prefix).
+var histories = []string{
+	"delivery_rejected.json", "delivery_retried.json", "webhook.json",
+	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
+}
+
+// prefix names the histories recorded by the current code.
+const prefix = "attempt_per_activity_"
 
 // TestReplay replays recorded histories so that a non-deterministic change
 // of a workflow fails here before it fails running workflows.
@@ -77,18 +85,18 @@ func record(t *testing.T) {
 	}
 	defer w.Stop()
 
-	run(ctx, t, c, workflows.DeliveryWorkflowID(f.webhook.ID, f.event.ID), f, "delivery_rejected.json")
+	run(ctx, t, c, workflows.DeliveryWorkflowID(f.webhook.ID, f.event.ID), f, prefix+"delivery_rejected.json")
 	waitFor(t, func() bool { return len(f.store.Writes()) == 1 })
 	f.store.mu.Lock()
 	f.webhook = f.store.hooks[f.webhook.ID]
 	f.store.mu.Unlock()
-	run(ctx, t, c, workflows.RedeliveryWorkflowID(f.webhook.ID, f.event.ID, "1"), f, "delivery_retried.json")
+	run(ctx, t, c, workflows.RedeliveryWorkflowID(f.webhook.ID, f.event.ID, "1"), f, prefix+"delivery_retried.json")
 	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
-	export(ctx, t, c, workflows.WebhookWorkflowID(f.webhook.ID), "webhook.json")
+	export(ctx, t, c, workflows.WebhookWorkflowID(f.webhook.ID), prefix+"webhook.json")
 }
 
 func run(ctx context.Context, t *testing.T, c client.Client, id string, f *fixture, file string) {
-	opts, in := workflows.DeliveryStart(id, f.webhook.ID, f.event, []time.Duration{time.Second})
+	opts, in := workflows.DeliveryStart(id, f.webhook, f.event, []time.Duration{time.Second})
 	wr, err := c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,7 +29,8 @@ type WebhookInput struct {
 // failure counter and enabled flag. It counts consecutive failed chains,
 // disables the webhook at furrow.MaxFailedChains, restarts the count after
 // a successful chain, and re-enables and resets on SignalReenable. It ends
-// when the webhook is deleted.
+// when the webhook is deleted. It answers QueryState and keeps its current
+// details saying its state, for the Temporal UI.
 func Webhook(ctx workflow.Context, in WebhookInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
@@ -38,17 +41,23 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		return err
 	}
 	w := &webhookRun{state: state}
+	err = workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (WebhookState, error) { return w.state, nil },
+		workflow.QueryHandlerOptions{Description: "The webhook's enabled flag, consecutive failed chains and last change."})
+	if err != nil {
+		return err
+	}
+	workflow.SetCurrentDetails(ctx, w.state.details())
 	chain := workflow.GetSignalChannel(ctx, SignalChain)
 	reenable := workflow.GetSignalChannel(ctx, SignalReenable)
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(chain, func(c workflow.ReceiveChannel, _ bool) {
 		var r ChainReport
 		c.Receive(ctx, &r)
-		w.next = w.afterChain(r)
+		w.next = w.afterChain(r, workflow.Now(ctx))
 	})
 	sel.AddReceive(reenable, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
-		w.next = w.afterReenable()
+		w.next = w.afterReenable(workflow.Now(ctx))
 	})
 	for handled := 1; ; handled++ {
 		sel.Select(ctx)
@@ -75,28 +84,38 @@ type webhookRun struct {
 	next  WebhookState
 }
 
-func (w *webhookRun) afterChain(r ChainReport) WebhookState {
+// afterChain is the state after the chain report r, received at now.
+func (w *webhookRun) afterChain(r ChainReport, now time.Time) WebhookState {
 	s := w.state
+	s.ChangedAt = &now
 	if !r.Failed {
 		s.Failures = 0
+		s.LastChange = fmt.Sprintf("chain of %s delivered after failed chains; the count restarts", r.EventID)
 		return s
 	}
 	s.Failures++
+	s.LastChange = fmt.Sprintf("chain of %s failed: its last attempt %s", r.EventID, answer(r.StatusCode, r.Error))
 	if s.Failures >= furrow.MaxFailedChains {
+		if s.Enabled {
+			s.LastChange += fmt.Sprintf("; disabled after %d consecutive failed chains", s.Failures)
+		}
 		s.Enabled = false
 	}
 	return s
 }
 
-func (w *webhookRun) afterReenable() WebhookState {
+// afterReenable is the state after SignalReenable, received at now.
+func (w *webhookRun) afterReenable(now time.Time) WebhookState {
 	s := w.state
 	s.Enabled, s.Failures = true, 0
+	s.ChangedAt, s.LastChange = &now, "re-enabled by the reenable signal; the count restarts"
 	return s
 }
 
-// write stores w.next when it differs from what is stored.
+// write stores w.next when its enabled flag or counter differs from what
+// is stored; what only the report texts change is not a change.
 func (w *webhookRun) write(ctx workflow.Context) error {
-	if w.next == w.state {
+	if w.next.Enabled == w.state.Enabled && w.next.Failures == w.state.Failures {
 		return nil
 	}
 	var a *activities.Activities
@@ -110,7 +129,25 @@ func (w *webhookRun) write(ctx workflow.Context) error {
 		w.state.Gone = true
 		workflow.GetLogger(ctx).Info("webhook deleted; workflow ends", "webhook_id", w.state.WebhookID)
 	}
+	workflow.SetCurrentDetails(ctx, w.state.details())
 	return nil
+}
+
+// details tells the state in a line of Temporal markdown.
+func (s WebhookState) details() string {
+	var b strings.Builder
+	switch {
+	case s.Gone:
+		b.WriteString("webhook deleted; this workflow ends")
+	case s.Enabled:
+		fmt.Fprintf(&b, "enabled; %d consecutive failed chains (disabled at %d)", s.Failures, furrow.MaxFailedChains)
+	default:
+		fmt.Fprintf(&b, "**disabled** after %d consecutive failed chains; re-enable with the `%s` signal", s.Failures, SignalReenable)
+	}
+	if s.ChangedAt != nil {
+		fmt.Fprintf(&b, ". Last change %s: %s", s.ChangedAt.UTC().Format(time.RFC3339), s.LastChange)
+	}
+	return b.String()
 }
 
 func initialState(ctx workflow.Context, in WebhookInput) (WebhookState, error) {
