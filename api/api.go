@@ -20,6 +20,9 @@ import (
 const (
 	DefaultMaxBodyBytes = 64 << 10
 	DefaultReenableWait = 5 * time.Second
+	// DefaultRequestTimeout bounds a request's work when Config leaves it
+	// zero.
+	DefaultRequestTimeout = 5 * time.Second
 )
 
 // Config holds the settings of the HTTP layer, read by the caller.
@@ -37,6 +40,11 @@ type Config struct {
 	// ReenableWait bounds how long re-enabling a webhook waits for its
 	// workflow to apply the change. Default 5 s.
 	ReenableWait time.Duration
+	// RequestTimeout is the deadline of each request's work, every store
+	// and limiter call included (not of WebSocket sessions); a request
+	// that runs out of it answers 500 internal_error with retry-after.
+	// Default 5 s.
+	RequestTimeout time.Duration
 }
 
 // Pinger reports whether a dependency (the database) is reachable.
@@ -79,6 +87,9 @@ func New(cfg Config, deps Deps) http.Handler {
 	if cfg.ReenableWait <= 0 {
 		cfg.ReenableWait = DefaultReenableWait
 	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
 	if deps.Clock == nil {
 		deps.Clock = furrow.SystemClock{}
 	}
@@ -94,7 +105,7 @@ func New(cfg Config, deps Deps) http.Handler {
 
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, s.logRequests, s.recoverer)
+	r.Use(requestID, s.logRequests, s.recoverer, s.deadline)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return furrow.Errorf(furrow.ENOTFOUND, "no such endpoint")
 	}))
@@ -105,7 +116,7 @@ func (s *server) routes() http.Handler {
 	r.Get("/readyz", s.readyz)
 	r.Post("/api/metric-values", s.handle(s.postMetricValue))
 	if s.Live != nil {
-		r.Get("/api/live", s.Live.ServeHTTP)
+		r.Get(livePath, untimed(s.Live))
 	}
 	if s.LivePage != nil {
 		r.Get("/live", s.LivePage.ServeHTTP)

@@ -50,6 +50,10 @@ func (s *server) handle(fn handlerFunc) http.HandlerFunc {
 // internalReason is the only sentence a client sees for an internal error.
 var internalReason = furrow.ErrorMessage(errors.New("internal"))
 
+// internalRetryAfter is the retry-after, in seconds, of a 500: internal
+// errors are mostly a dependency that is down or slow for a moment.
+const internalRetryAfter = "5"
+
 // fail answers err in the Error shape. Errors that are not *furrow.Error,
 // and internal ones, are logged; the client sees only internal_error.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -62,6 +66,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if !ok || status == http.StatusInternalServerError {
 		s.Logger.ErrorContext(r.Context(), "request failed", "request_id", RequestID(r.Context()),
 			"method", r.Method, "path", r.URL.Path, "error", err)
+		w.Header().Set("Retry-After", internalRetryAfter)
 		writeJSON(w, http.StatusInternalServerError, errorBody{furrow.EINTERNAL, internalReason})
 		return
 	}

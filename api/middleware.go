@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/furrowhq/furrow"
 	"github.com/go-chi/chi/v5/middleware"
@@ -74,4 +75,35 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// livePath is the WebSocket endpoint, whose sessions outlive any request
+// deadline; its own handshake is bounded by the live server.
+const livePath = "/api/live"
+
+// deadline gives each request's context the configured deadline, so that
+// a silent PostgreSQL or Redis ends in an answer instead of a wait.
+func (s *server) deadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == livePath {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// untimed lifts the server's read and write deadlines, which bound one
+// request, for a handler that upgrades to a long-lived WebSocket session:
+// the hijacked connection keeps them otherwise, and would be cut mid-session.
+// The session bounds itself (pings, write timeouts).
+func untimed(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		h.ServeHTTP(w, r)
+	}
 }

@@ -79,9 +79,31 @@ func newIngestReq(ctx context.Context, r furrow.Reading, deviceKey string) *inge
 	return req
 }
 
-// writeTimeout bounds one batch transaction; callers' contexts do not,
-// because a batch serves many callers.
+// writeTimeout bounds one batch transaction. Callers' contexts do not
+// cancel it, because a batch serves many callers, but it ends with the last
+// of their deadlines: once every caller has been answered an error, a
+// reading committed later would only be stored twice by the retry.
 const writeTimeout = 30 * time.Second
+
+// batchDeadline is the latest deadline of the batch's callers, at most
+// writeTimeout from now.
+func batchDeadline(batch []*ingestReq) time.Time {
+	limit := time.Now().Add(writeTimeout)
+	var latest time.Time
+	for _, r := range batch {
+		d, ok := r.ctx.Deadline()
+		if !ok {
+			return limit
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	if latest.After(limit) {
+		return limit
+	}
+	return latest
+}
 
 var errClosed = errors.New("store: closed")
 
@@ -171,7 +193,7 @@ func (in *ingester) commit(batch []*ingestReq) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), batchDeadline(live))
 	defer cancel()
 	refused, err := in.db.writeReadingsPartitioned(ctx, live)
 	if err == nil || len(live) == 1 || !rowLevel(err) {

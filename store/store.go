@@ -10,10 +10,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/tcpdial"
 )
 
 // Options tunes a DB. Zero values select the defaults.
@@ -33,7 +35,21 @@ type Options struct {
 	Writers int
 	// MaxBatch bounds the readings committed in one transaction; default 256.
 	MaxBatch int
+	// ConnectTimeout bounds opening one connection, TCP and startup
+	// together; default 3 s.
+	ConnectTimeout time.Duration
+	// DeadConnTimeout is how long a silent server may leave a connection
+	// unanswered before it is dropped (keepalive probes, TCP_USER_TIMEOUT)
+	// and bounds the liveness ping of a connection idle for over a second
+	// before it is handed out; default 10 s, the ping at most 1 s.
+	DeadConnTimeout time.Duration
 }
+
+// Defaults of the connection bounds in Options.
+const (
+	DefaultConnectTimeout  = 3 * time.Second
+	DefaultDeadConnTimeout = 10 * time.Second
+)
 
 // DB is the PostgreSQL store. Its methods are safe for concurrent use.
 type DB struct {
@@ -70,6 +86,10 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: invalid database URL")
 	}
 	cfg.MaxConns = max(opts.MaxConns, int32(opts.Writers)+4)
+	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	cfg.ConnConfig.DialFunc = tcpdial.Dialer(opts.ConnectTimeout, opts.DeadConnTimeout).DialContext
+	cfg.PingTimeout = min(opts.DeadConnTimeout, time.Second)
+	cfg.HealthCheckPeriod = opts.DeadConnTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
@@ -97,6 +117,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.DeadConnTimeout <= 0 {
+		o.DeadConnTimeout = DefaultDeadConnTimeout
 	}
 	return o
 }

@@ -42,20 +42,20 @@ type server struct {
 // newServer connects to PostgreSQL and Redis and assembles the API around
 // the Temporal client tc. It does not start anything.
 func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Client) (*server, error) {
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Logger: log})
+	db, err := store.Open(ctx, cfg.DatabaseURL, storeOptions(cfg, log))
 	if err != nil {
 		return nil, err
 	}
 	s := &server{cfg: cfg, log: log, db: db}
 	var limiter furrow.RateLimiter
 	if cfg.RedisURL != "" {
-		opt, err := redis.ParseURL(cfg.RedisURL)
-		if err != nil {
+		if s.redis, err = newRedisClient(cfg.RedisURL, cfg.Bounds); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("FURROW_REDIS_URL: not a redis:// URL")
+			return nil, err
 		}
-		s.redis = redis.NewClient(opt)
-		limiter = ratelimit.FailOpen(ratelimit.NewRedis(s.redis, rateLimit, rateWindow, "furrow:rl:"), log)
+		limiter = ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, rateLimit, rateWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
+			Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log,
+		})
 		s.bus = live.NewRedisBus(s.redis, "furrow:live:", log)
 	} else {
 		log.Warn("FURROW_REDIS_URL is not set: the rate limiter and the live bus run in-process; run a single instance only")
@@ -74,13 +74,18 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Clie
 		TrustedProxies:       cfg.TrustedProxies,
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate,
 		Thresholds:           furrow.Thresholds{StaleAfter: cfg.DeviceStaleAfter, OfflineAfter: cfg.DeviceOfflineAfter},
+		RequestTimeout:       cfg.Bounds.Request,
 	}, api.Deps{
 		Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db,
 		Limiter: limiter, Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
 		Ready: db, Clock: furrow.SystemClock{}, Logger: log,
 		Live: s.live, LivePage: live.PageHandler(),
 	})
-	s.http = &http.Server{Addr: cfg.HTTPAddr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	b := cfg.Bounds
+	s.http = &http.Server{
+		Addr: cfg.HTTPAddr, Handler: handler,
+		ReadHeaderTimeout: b.ReadHeader, ReadTimeout: b.Read, WriteTimeout: b.Write, IdleTimeout: b.Idle,
+	}
 	return s, nil
 }
 
@@ -114,6 +119,11 @@ func (s *server) run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// storeOptions bounds the store's connections as the configuration says.
+func storeOptions(cfg Config, log *slog.Logger) store.Options {
+	return store.Options{Logger: log, ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn}
 }
 
 func (s *server) close() {

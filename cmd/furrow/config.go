@@ -30,6 +30,8 @@ type Config struct {
 	// ReadingsRetention is how long readings are kept; 0 keeps them
 	// forever. Whole day partitions are dropped, so up to a day more is kept.
 	ReadingsRetention time.Duration
+	// Bounds are the time limits of requests and connections.
+	Bounds Bounds
 }
 
 // Defaults of DESIGN.md's configuration table.
@@ -87,6 +89,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		if c.ReadingsRetention < 24*time.Hour {
 			return c, fmt.Errorf("FURROW_READINGS_RETENTION: %s is shorter than the day partitions readings are dropped by; use 24h or more, or 0 to keep them forever", c.ReadingsRetention)
 		}
+	}
+	if c.Bounds, err = loadBounds(getenv); err != nil {
+		return c, err
 	}
 	if c.DeviceOfflineAfter < c.DeviceStaleAfter {
 		return c, fmt.Errorf("FURROW_DEVICE_OFFLINE_AFTER (%s) must not be shorter than FURROW_DEVICE_STALE_AFTER (%s)", c.DeviceOfflineAfter, c.DeviceStaleAfter)

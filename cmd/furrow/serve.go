@@ -58,7 +58,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer tc.Close()
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Logger: log})
+	db, err := store.Open(ctx, cfg.DatabaseURL, storeOptions(cfg, log))
 	if err != nil {
 		return err
 	}
