@@ -82,12 +82,19 @@ func start(t *testing.T, command string, env map[string]string) *furrow {
 func launch(t *testing.T, command string, env map[string]string) *furrow {
 	t.Helper()
 	addr := freeAddr(t)
-	f := &furrow{t: t, URL: "http://" + addr, exited: make(chan struct{})}
-	f.env = append(os.Environ(), "FURROW_HTTP_ADDR="+addr)
+	full := append(os.Environ(), "FURROW_HTTP_ADDR="+addr)
 	for k, v := range env {
-		f.env = append(f.env, k+"="+v)
+		full = append(full, k+"="+v)
 	}
-	f.cmd = exec.Command(binary, command)
+	return launchBinary(t, binary, command, "http://"+addr, full)
+}
+
+// launchBinary runs `bin command` with exactly the environment env; url is
+// where its API listens.
+func launchBinary(t *testing.T, bin, command, url string, env []string) *furrow {
+	t.Helper()
+	f := &furrow{t: t, URL: url, env: env, exited: make(chan struct{})}
+	f.cmd = exec.Command(bin, command)
 	f.cmd.Env = f.env
 	f.cmd.Stderr = f
 	out, err := f.cmd.StdoutPipe()
