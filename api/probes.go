@@ -2,8 +2,11 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // readyTimeout bounds the database check of /readyz.
@@ -28,4 +31,18 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Probes serves /healthz and /readyz alone, with the API's answers, for a
+// process without the API (furrow worker), so that orchestrators probe
+// every process the same way.
+func Probes(ready Pinger, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{Deps: Deps{Ready: ready, Logger: log}}
+	r := chi.NewRouter()
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	return r
 }

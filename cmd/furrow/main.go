@@ -7,6 +7,7 @@
 //	furrow migrate                 apply the database migrations
 //	furrow admin create-user --email E
 //	furrow bench ingest|baseline|delivery ...
+//	furrow probe URL
 package main
 
 import (
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMigrate(ctx, cfg, logger)
 	case "admin":
 		return runAdmin(ctx, cfg, args[1:], stdout)
+	case "probe":
+		return runProbe(ctx, args[1:], stdout)
 	case "bench":
 		return runBench(ctx, cfg, args[1:], stdout, logger)
 	case "help", "-h", "--help":

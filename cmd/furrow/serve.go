@@ -12,6 +12,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/api"
 	"github.com/furrowhq/furrow/safehttp"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/temporal"
@@ -63,6 +64,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
+	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
 	w, err := newWorker(cfg, log, tc, db)
 	if err != nil {
 		return err
