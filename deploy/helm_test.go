@@ -1,0 +1,327 @@
+package deploy
+
+import (
+	"io"
+	"log"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+const (
+	chartDir      = "helm/furrow"
+	exampleValues = "helm/furrow/ci/example-values.yaml"
+)
+
+// Helm's loader logs through the standard logger that the chart's proxy
+// configuration is a symbolic link (to deploy/proxy/haproxy.cfg, on
+// purpose); that note would bury real test output.
+func init() { log.SetOutput(io.Discard) }
+
+// searchAttributes are DESIGN.md's four keyword search attributes.
+var searchAttributes = []string{"FurrowWebhookId", "FurrowEventId", "FurrowFarmId", "FurrowEventType"}
+
+// strictDecoder decodes YAML or JSON into the registered API types and
+// fails on unknown or duplicate fields and unknown kinds.
+func strictDecoder(t *testing.T) runtime.Decoder {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme,
+		autoscalingv2.AddToScheme, networkingv1.AddToScheme, monitoringv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDeserializer()
+}
+
+func TestStrictDecodingCatchesMisspeltFields(t *testing.T) {
+	bad := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replica: 2}\n"
+	if _, _, err := strictDecoder(t).Decode([]byte(bad), nil, nil); err == nil {
+		t.Fatal("a misspelt field (replica) decoded without error")
+	}
+}
+
+func values(t *testing.T, file string) map[string]any {
+	t.Helper()
+	if file == "" {
+		return map[string]any{}
+	}
+	v, err := chartutil.ReadValuesFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, file := range []string{"", exampleValues} {
+		l := lint.All(chartDir, values(t, file), "furrow", false)
+		for _, m := range l.Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("helm lint (values %q): %s", file, m)
+			}
+		}
+	}
+}
+
+// render renders the chart as `helm install furrow -n furrow` would and
+// decodes every object strictly.
+func render(t *testing.T, file string) []runtime.Object {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, values(t, file),
+		chartutil.ReleaseOptions{Name: "furrow", Namespace: "furrow", Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		t.Fatalf("render (values %q): %v", file, err)
+	}
+	dec := strictDecoder(t)
+	var objs []runtime.Object
+	for name, content := range files {
+		if !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		for _, doc := range releaseutil.SplitManifests(content) {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			obj, _, err := dec.Decode([]byte(doc), nil, nil)
+			if err != nil {
+				t.Fatalf("%s (values %q) does not decode strictly: %v\n%s", name, file, err, doc)
+			}
+			objs = append(objs, obj)
+		}
+	}
+	return objs
+}
+
+func TestHelmRender(t *testing.T) {
+	for _, file := range []string{"", exampleValues} {
+		t.Run("values "+file, func(t *testing.T) {
+			objs := render(t, file)
+			c := collect(t, objs)
+			checkWorkloads(t, c)
+			checkJobs(t, c)
+			checkProxy(t, c)
+			checkWorkerEgress(t, c)
+			if len(c.pdbs) != 2 || len(c.hpas) != 1 || c.hpas[0].Spec.ScaleTargetRef.Name != c.deployments["serve"].Name {
+				t.Errorf("want PodDisruptionBudgets for serve and worker and an HPA for serve; got %d, %d", len(c.pdbs), len(c.hpas))
+			}
+			if want := file != ""; (len(c.monitors) == 1) != want {
+				t.Errorf("ServiceMonitors: %d, want one only when enabled", len(c.monitors))
+			}
+		})
+	}
+}
+
+// rendered sorts the chart's objects by kind.
+type rendered struct {
+	deployments map[string]*appsv1.Deployment // by component
+	jobs        map[string]*batchv1.Job
+	configMaps  []*corev1.ConfigMap
+	services    []*corev1.Service
+	pdbs        []*policyv1.PodDisruptionBudget
+	hpas        []*autoscalingv2.HorizontalPodAutoscaler
+	policies    []*networkingv1.NetworkPolicy
+	monitors    []*monitoringv1.ServiceMonitor
+}
+
+func collect(t *testing.T, objs []runtime.Object) rendered {
+	t.Helper()
+	c := rendered{deployments: map[string]*appsv1.Deployment{}, jobs: map[string]*batchv1.Job{}}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			c.deployments[o.Labels["app.kubernetes.io/component"]] = o
+		case *batchv1.Job:
+			c.jobs[o.Labels["app.kubernetes.io/component"]] = o
+		case *corev1.ConfigMap:
+			c.configMaps = append(c.configMaps, o)
+		case *corev1.Service:
+			c.services = append(c.services, o)
+		case *policyv1.PodDisruptionBudget:
+			c.pdbs = append(c.pdbs, o)
+		case *autoscalingv2.HorizontalPodAutoscaler:
+			c.hpas = append(c.hpas, o)
+		case *networkingv1.NetworkPolicy:
+			c.policies = append(c.policies, o)
+		case *monitoringv1.ServiceMonitor:
+			c.monitors = append(c.monitors, o)
+		case *corev1.Secret:
+			t.Errorf("the chart renders Secret %s: secrets must be referenced, never inlined", o.Name)
+		default:
+			t.Errorf("unexpected object %T", o)
+		}
+	}
+	return c
+}
+
+func checkWorkloads(t *testing.T, c rendered) {
+	for _, component := range []string{"serve", "worker"} {
+		d := c.deployments[component]
+		if d == nil {
+			t.Fatalf("no %s Deployment", component)
+		}
+		ct := container(t, d.Spec.Template.Spec, component)
+		if p := ct.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" {
+			t.Errorf("%s: readiness is not GET /readyz", component)
+		}
+		if p := ct.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
+			t.Errorf("%s: liveness is not GET /healthz", component)
+		}
+		if ct.Resources.Requests.Cpu().IsZero() || ct.Resources.Requests.Memory().IsZero() || ct.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: resources not set: %+v", component, ct.Resources)
+		}
+		checkPodEnv(t, d.Name, d.Spec.Template.Spec)
+		if sc := d.Spec.Template.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+			t.Errorf("%s: pods may run as root", component)
+		}
+	}
+}
+
+// checkPodEnv: every FURROW_* is a real setting, images are pinned, and the
+// database URL comes from a Secret.
+func checkPodEnv(t *testing.T, where string, spec corev1.PodSpec) {
+	t.Helper()
+	for _, ct := range spec.Containers {
+		if !pinnedImage.MatchString(ct.Image) {
+			t.Errorf("%s/%s: image %q is not pinned", where, ct.Name, ct.Image)
+		}
+		env := map[string]string{}
+		for _, e := range ct.Env {
+			env[e.Name] = e.Value
+			if e.Name == "FURROW_DATABASE_URL" && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.Value != "") {
+				t.Errorf("%s/%s: FURROW_DATABASE_URL is not taken from a Secret", where, ct.Name)
+			}
+		}
+		checkSettings(t, where+"/"+ct.Name, env)
+	}
+}
+
+func container(t *testing.T, spec corev1.PodSpec, name string) corev1.Container {
+	t.Helper()
+	for _, c := range spec.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no container %q", name)
+	return corev1.Container{}
+}
+
+func checkJobs(t *testing.T, c rendered) {
+	t.Helper()
+	m := c.jobs["migrate"]
+	if m == nil {
+		t.Fatal("no migration Job")
+	}
+	hooks := strings.Split(m.Annotations["helm.sh/hook"], ",")
+	if !slices.Contains(hooks, "pre-install") || !slices.Contains(hooks, "pre-upgrade") {
+		t.Errorf("the migration is not a pre-install/pre-upgrade hook: %v", hooks)
+	}
+	if args := container(t, m.Spec.Template.Spec, "migrate").Args; !slices.Equal(args, []string{"migrate"}) {
+		t.Errorf("the migration Job runs %v", args)
+	}
+	checkPodEnv(t, m.Name, m.Spec.Template.Spec)
+	sa := c.jobs["search-attributes"]
+	if sa == nil {
+		t.Fatal("no search-attribute registration Job")
+	}
+	script := strings.Join(container(t, sa.Spec.Template.Spec, "search-attributes").Args, "\n")
+	for _, name := range searchAttributes {
+		if !strings.Contains(script, name) {
+			t.Errorf("the search-attribute Job does not register %s", name)
+		}
+	}
+	if w, _ := sa.Annotations["helm.sh/hook-weight"]; w <= m.Annotations["helm.sh/hook-weight"] {
+		t.Errorf("search attributes (weight %q) should follow the migration (%q)", w, m.Annotations["helm.sh/hook-weight"])
+	}
+}
+
+// checkProxy: the proxy sidecar uses deploy/proxy/haproxy.cfg byte for byte
+// and serve trusts it alone, on loopback.
+func checkProxy(t *testing.T, c rendered) {
+	t.Helper()
+	want, err := os.ReadFile("proxy/haproxy.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, cm := range c.configMaps {
+		if got, ok := cm.Data["haproxy.cfg"]; ok {
+			found = true
+			if got != string(want) {
+				t.Errorf("ConfigMap %s differs from deploy/proxy/haproxy.cfg", cm.Name)
+			}
+		}
+	}
+	if !found {
+		t.Error("no ConfigMap carries haproxy.cfg")
+	}
+	spec := c.deployments["serve"].Spec.Template.Spec
+	proxy := container(t, spec, "proxy")
+	env := map[string]string{}
+	for _, e := range proxy.Env {
+		env[e.Name] = e.Value
+	}
+	if env["PROXY_UPSTREAM"] != "127.0.0.1:8080" || env["PROXY_SOURCE"] != "127.0.0.1" {
+		t.Errorf("the proxy does not forward over loopback: %v", env)
+	}
+	for _, e := range container(t, spec, "serve").Env {
+		if e.Name == "FURROW_TRUSTED_PROXIES" && e.Value != "127.0.0.1/32" {
+			t.Errorf("serve trusts %q, want the sidecar alone (127.0.0.1/32)", e.Value)
+		}
+	}
+}
+
+// checkWorkerEgress: workers reach public addresses only, besides the
+// rules the values add for PostgreSQL, Redis, Temporal and DNS.
+func checkWorkerEgress(t *testing.T, c rendered) {
+	t.Helper()
+	if len(c.policies) != 1 {
+		t.Fatalf("want one NetworkPolicy, got %d", len(c.policies))
+	}
+	p := c.policies[0]
+	if p.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "worker" || !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Fatalf("the NetworkPolicy does not restrict worker egress: %+v", p.Spec)
+	}
+	var except []string
+	for _, rule := range p.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil && (peer.IPBlock.CIDR == "0.0.0.0/0" || peer.IPBlock.CIDR == "::/0") {
+				except = append(except, peer.IPBlock.Except...)
+			}
+		}
+	}
+	for _, private := range []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10", "::1/128"} {
+		if !slices.Contains(except, private) {
+			t.Errorf("workers may reach %s", private)
+		}
+	}
+}
