@@ -254,6 +254,10 @@ func TestDeliveryEndToEnd(t *testing.T) {
 			return err == nil && len(resp.Executions) >= 8
 		})
 	})
+
+	t.Run("an operator reads a failed chain in Temporal", func(t *testing.T) {
+		e.checkOperatorView(t, hook.ID)
+	})
 }
 
 // failFiveChains makes the receiver reject everything and posts readings
