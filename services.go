@@ -40,8 +40,9 @@ type DeviceService interface {
 	CreateDevice(ctx context.Context, farmID uuid.UUID, name string) (Device, string, error)
 	// RotateDeviceKey issues a new key for the device, revoking the old one.
 	RotateDeviceKey(ctx context.Context, farmID, deviceID uuid.UUID) (string, error)
-	// DeviceByKey returns the device holding the API key; ENOTFOUND if none.
-	DeviceByKey(ctx context.Context, key string) (Device, error)
+	// DeviceByKey returns the device whose API key has the hash keyHash
+	// (see HashSecret); ENOTFOUND if none.
+	DeviceByKey(ctx context.Context, keyHash SecretHash) (Device, error)
 	// DeviceByID returns a device by id, whatever its farm.
 	DeviceByID(ctx context.Context, id uuid.UUID) (Device, error)
 	// Devices lists a farm's devices by name.
@@ -58,10 +59,11 @@ type ReadingService interface {
 	// CreateReading stores r (FarmID and DeviceID set by the caller), its
 	// metric.value event and the device's last-seen time in one transaction,
 	// and returns r with its server-assigned Timestamp and the event. A
-	// non-empty deviceKey is checked in that transaction: a key that is no
-	// longer the device's is EUNAUTHORIZED and nothing is stored, so callers
-	// may authenticate keys from a cache. A device that is gone is ENOTFOUND.
-	CreateReading(ctx context.Context, r Reading, deviceKey string) (Reading, OutboxEvent, error)
+	// non-nil keyHash (the hash of the device key presented) is checked in
+	// that transaction: a key that is no longer the device's is
+	// EUNAUTHORIZED and nothing is stored, so callers may authenticate keys
+	// from a cache. A device that is gone is ENOTFOUND.
+	CreateReading(ctx context.Context, r Reading, keyHash *SecretHash) (Reading, OutboxEvent, error)
 	// Readings lists readings, newest first, with the cursor of the last
 	// one returned (nil when there are no more).
 	Readings(ctx context.Context, f ReadingFilter) ([]Reading, *ReadingCursor, error)

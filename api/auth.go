@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"net/netip"
@@ -24,10 +23,9 @@ var (
 type deviceCredential struct {
 	device furrow.Device
 	key    string
-	// bearer is the device key presented, "" for a certificate; the store
-	// checks it again when it stores the reading. sum is its SHA-256.
-	bearer string
-	sum    keySum
+	// keyHash is the hash of the device key presented, nil for a
+	// certificate; the store checks it again when it stores the reading.
+	keyHash *furrow.SecretHash
 	// cached means the device came from the key cache, unchecked so far.
 	cached bool
 }
@@ -43,13 +41,13 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 	if err != nil {
 		return deviceCredential{}, err
 	}
-	sum := sha256.Sum256([]byte(key))
-	cred := deviceCredential{key: "key:" + hex.EncodeToString(sum[:16]), bearer: key, sum: sum}
+	sum := furrow.HashSecret(key)
+	cred := deviceCredential{key: "key:" + hex.EncodeToString(sum[:16]), keyHash: &sum}
 	if d, ok := s.keys.get(sum); ok {
 		cred.device, cred.cached = d, true
 		return cred, nil
 	}
-	d, err := s.Devices.DeviceByKey(r.Context(), key)
+	d, err := s.Devices.DeviceByKey(r.Context(), sum)
 	if err != nil {
 		return deviceCredential{}, unauthorizedOr(err)
 	}
@@ -64,17 +62,19 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 // key had been looked up. It returns refusal otherwise.
 func (s *server) recheckKey(w http.ResponseWriter, r *http.Request, cred deviceCredential, refusal error) error {
 	if furrow.ErrorCode(refusal) == furrow.EUNAUTHORIZED {
-		s.keys.forget(cred.sum)
+		if cred.keyHash != nil {
+			s.keys.forget(*cred.keyHash)
+		}
 		return errCredentialInvalid
 	}
 	if !cred.cached {
 		return refusal
 	}
-	_, err := s.Devices.DeviceByKey(r.Context(), cred.bearer)
+	_, err := s.Devices.DeviceByKey(r.Context(), *cred.keyHash)
 	if furrow.ErrorCode(err) != furrow.ENOTFOUND {
 		return refusal // Still valid, or the lookup failed: the refusal stands.
 	}
-	s.keys.forget(cred.sum)
+	s.keys.forget(*cred.keyHash)
 	w.Header().Del("Retry-After")
 	return errCredentialInvalid
 }

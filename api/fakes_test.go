@@ -19,7 +19,7 @@ type fakeStore struct {
 	users    map[string]furrow.User // by token
 	roles    map[[2]uuid.UUID]furrow.Role
 	devices  map[uuid.UUID]furrow.Device
-	keys     map[string]uuid.UUID // device key -> device
+	keys     map[furrow.SecretHash]uuid.UUID // device key's hash -> device
 	readings []furrow.Reading
 	events   []furrow.Event
 	webhooks map[uuid.UUID]furrow.Webhook
@@ -41,7 +41,7 @@ type fakeStore struct {
 func newFakeStore(clock furrow.Clock) *fakeStore {
 	return &fakeStore{
 		clock: clock, users: map[string]furrow.User{}, roles: map[[2]uuid.UUID]furrow.Role{},
-		devices: map[uuid.UUID]furrow.Device{}, keys: map[string]uuid.UUID{},
+		devices: map[uuid.UUID]furrow.Device{}, keys: map[furrow.SecretHash]uuid.UUID{},
 		webhooks: map[uuid.UUID]furrow.Webhook{},
 	}
 }
@@ -57,7 +57,7 @@ func (f *fakeStore) CreateUser(_ context.Context, email string) (furrow.User, st
 		}
 	}
 	u := furrow.User{ID: uuid.New(), Email: email}
-	token := furrow.UserTokenPrefix + uuid.NewString()
+	token := furrow.NewUserToken()
 	f.users[token] = u
 	return u, token, nil
 }
@@ -118,8 +118,8 @@ func (f *fakeStore) CreateDevice(_ context.Context, farmID uuid.UUID, name strin
 	defer f.mu.Unlock()
 	d := furrow.Device{ID: uuid.New(), FarmID: farmID, Name: name}
 	f.devices[d.ID] = d
-	key := furrow.DeviceKeyPrefix + uuid.NewString()
-	f.keys[key] = d.ID
+	key := furrow.NewDeviceKey()
+	f.keys[furrow.HashSecret(key)] = d.ID
 	return d, key, nil
 }
 
@@ -134,12 +134,12 @@ func (f *fakeStore) RotateDeviceKey(_ context.Context, farmID, deviceID uuid.UUI
 			delete(f.keys, k)
 		}
 	}
-	key := furrow.DeviceKeyPrefix + uuid.NewString()
-	f.keys[key] = deviceID
+	key := furrow.NewDeviceKey()
+	f.keys[furrow.HashSecret(key)] = deviceID
 	return key, nil
 }
 
-func (f *fakeStore) DeviceByKey(_ context.Context, key string) (furrow.Device, error) {
+func (f *fakeStore) DeviceByKey(_ context.Context, key furrow.SecretHash) (furrow.Device, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.keyLookups++
@@ -198,7 +198,7 @@ func (f *fakeStore) pending(farm uuid.UUID, typ string) bool {
 	return false
 }
 
-func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading, key string) (furrow.Reading, furrow.OutboxEvent, error) {
+func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading, key *furrow.SecretHash) (furrow.Reading, furrow.OutboxEvent, error) {
 	if f.panicReading {
 		panic("store exploded")
 	}
@@ -212,7 +212,7 @@ func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading, key strin
 	if !ok || d.FarmID != r.FarmID {
 		return furrow.Reading{}, furrow.OutboxEvent{}, errNotFound
 	}
-	if key != "" && f.keys[key] != r.DeviceID {
+	if key != nil && f.keys[*key] != r.DeviceID {
 		return furrow.Reading{}, furrow.OutboxEvent{}, furrow.Errorf(furrow.EUNAUTHORIZED, "key revoked")
 	}
 	r.Timestamp = furrow.Millis(f.clock.Now())

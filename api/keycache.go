@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
 	"sync"
 
 	"github.com/furrowhq/furrow"
@@ -10,9 +9,6 @@ import (
 // keyCacheSize bounds the cache: one entry per device that posts, about
 // 100 bytes each.
 const keyCacheSize = 100_000
-
-// keySum is the SHA-256 of a device key.
-type keySum = [sha256.Size]byte
 
 // keyCache remembers the device of each bearer key seen, so that a reading
 // costs no lookup of its key. That is safe because the store checks the key
@@ -23,15 +19,15 @@ type keySum = [sha256.Size]byte
 // which the caller has computed anyway for the rate-limit key.
 type keyCache struct {
 	mu      sync.Mutex
-	devices map[keySum]furrow.Device
+	devices map[furrow.SecretHash]furrow.Device
 	max     int
 }
 
 func newKeyCache(max int) *keyCache {
-	return &keyCache{devices: make(map[keySum]furrow.Device), max: max}
+	return &keyCache{devices: make(map[furrow.SecretHash]furrow.Device), max: max}
 }
 
-func (c *keyCache) get(h keySum) (furrow.Device, bool) {
+func (c *keyCache) get(h furrow.SecretHash) (furrow.Device, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.devices[h]
@@ -40,7 +36,7 @@ func (c *keyCache) get(h keySum) (furrow.Device, bool) {
 
 // put remembers key's device. When the cache is full an arbitrary entry
 // makes room: its key costs one lookup the next time.
-func (c *keyCache) put(h keySum, d furrow.Device) {
+func (c *keyCache) put(h furrow.SecretHash, d furrow.Device) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.devices[h]; !ok && len(c.devices) >= c.max {
@@ -52,7 +48,7 @@ func (c *keyCache) put(h keySum, d furrow.Device) {
 	c.devices[h] = d
 }
 
-func (c *keyCache) forget(h keySum) {
+func (c *keyCache) forget(h furrow.SecretHash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.devices, h)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"net/http"
 	"testing"
 
@@ -85,7 +84,7 @@ func TestCachedKeyValidKeepsItsRefusal(t *testing.T) {
 
 func TestKeyCacheBounded(t *testing.T) {
 	c := newKeyCache(2)
-	sum := func(k string) keySum { return sha256.Sum256([]byte(k)) }
+	sum := furrow.HashSecret
 	for _, k := range []string{"a", "b", "c"} {
 		c.put(sum(k), furrow.Device{Name: k})
 	}

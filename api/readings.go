@@ -43,7 +43,7 @@ func (s *server) acceptReading(w http.ResponseWriter, r *http.Request, cred devi
 	}
 	stored, ev, err := s.Readings.CreateReading(r.Context(), furrow.Reading{
 		DeviceID: in.DeviceID, MetricID: in.MetricID, Value: in.Value, FarmID: cred.device.FarmID,
-	}, cred.bearer)
+	}, cred.keyHash)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"slices"
 	"time"
@@ -33,7 +31,7 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wh, err := s.Webhooks.CreateWebhook(r.Context(), furrow.Webhook{
-		ID: uuid.New(), FarmID: currentFarm(r), URL: in.URL, Secret: newSecret(),
+		ID: uuid.New(), FarmID: currentFarm(r), URL: in.URL, Secret: furrow.NewWebhookSecret(),
 		Enabled: true, EventTypes: types,
 	})
 	if err != nil {
@@ -55,13 +53,6 @@ func eventTypes(in []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// newSecret returns a fresh signing secret: the prefix and 32 random bytes.
-func newSecret() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return furrow.WebhookSecretPrefix + hex.EncodeToString(b)
 }
 
 // webhookOut makes event_types encode as [] rather than null.

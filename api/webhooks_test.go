@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,7 +31,8 @@ func TestCreateWebhook(t *testing.T) {
 	}
 	var w furrow.Webhook
 	decode(t, r, &w)
-	if !strings.HasPrefix(w.Secret, "whsec_") || len(w.Secret) != len("whsec_")+64 || w.ID == uuid.Nil {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(w.Secret, "whsec_"))
+	if !strings.HasPrefix(w.Secret, "whsec_") || err != nil || len(raw) != 32 || w.ID == uuid.Nil {
 		t.Fatalf("secret %q or id %v malformed", w.Secret, w.ID)
 	}
 	if stored := h.store.webhooks[w.ID]; stored.FarmID != h.farm || stored.Secret != w.Secret {

@@ -98,7 +98,7 @@ func TestDevicesAndKeys(t *testing.T) {
 		t.Fatalf("key %q lacks the prefix or 256 bits", fx.key)
 	}
 	assertNotStored(t, url, "SELECT count(*) FROM devices WHERE position($1 in encode(key_hash, 'escape')) > 0", fx.key)
-	got, err := db.DeviceByKey(ctx, fx.key)
+	got, err := db.DeviceByKey(ctx, furrow.HashSecret(fx.key))
 	if err != nil || got.ID != fx.device.ID || got.FarmID != fx.farm.ID || got.LastSeenMs != nil {
 		t.Fatalf("DeviceByKey = %+v, %v", got, err)
 	}
@@ -112,14 +112,14 @@ func TestDevicesAndKeys(t *testing.T) {
 	if err != nil || newKey == fx.key {
 		t.Fatalf("RotateDeviceKey = %q, %v", newKey, err)
 	}
-	_, err = db.DeviceByKey(ctx, fx.key)
+	_, err = db.DeviceByKey(ctx, furrow.HashSecret(fx.key))
 	wantCode(t, err, furrow.ENOTFOUND)
-	if got, err := db.DeviceByKey(ctx, newKey); err != nil || got.ID != fx.device.ID {
+	if got, err := db.DeviceByKey(ctx, furrow.HashSecret(newKey)); err != nil || got.ID != fx.device.ID {
 		t.Fatalf("new key: %+v, %v", got, err)
 	}
 	_, err = db.RotateDeviceKey(ctx, uuid.New(), fx.device.ID)
 	wantCode(t, err, furrow.ENOTFOUND)
-	if _, err := db.DeviceByKey(ctx, newKey); err != nil {
+	if _, err := db.DeviceByKey(ctx, furrow.HashSecret(newKey)); err != nil {
 		t.Fatalf("a rotation on another farm revoked the key: %v", err)
 	}
 

@@ -37,7 +37,7 @@ func benchmarkCreateReading(b *testing.B, writers int) {
 		i := 0
 		for pb.Next() {
 			i++
-			if _, _, err := db.CreateReading(ctx, reading(devices[i%len(devices)], 220, "21.5"), ""); err != nil {
+			if _, _, err := db.CreateReading(ctx, reading(devices[i%len(devices)], 220, "21.5"), nil); err != nil {
 				b.Error(err)
 				return
 			}

@@ -22,10 +22,11 @@ func scanDevice(row pgx.Row) (furrow.Device, error) {
 // ENOTFOUND.
 func (db *DB) CreateDevice(ctx context.Context, farmID uuid.UUID, name string) (furrow.Device, string, error) {
 	d := furrow.Device{ID: uuid.New(), FarmID: farmID, Name: name}
-	key, hash := newSecret(furrow.DeviceKeyPrefix)
+	key := furrow.NewDeviceKey()
+	hash := furrow.HashSecret(key)
 	_, err := db.pool.Exec(ctx,
 		"INSERT INTO devices (id, farm_id, name, key_hash, created_at_ms) VALUES ($1, $2, $3, $4, $5)",
-		d.ID, farmID, name, hash, db.nowMs())
+		d.ID, farmID, name, hash[:], db.nowMs())
 	if err != nil {
 		return furrow.Device{}, "", translate(err, "create device", "device")
 	}
@@ -36,9 +37,10 @@ func (db *DB) CreateDevice(ctx context.Context, farmID uuid.UUID, name string) (
 // stored hash, so the old key stops working at once. An unknown device is
 // ENOTFOUND.
 func (db *DB) RotateDeviceKey(ctx context.Context, farmID, deviceID uuid.UUID) (string, error) {
-	key, hash := newSecret(furrow.DeviceKeyPrefix)
+	key := furrow.NewDeviceKey()
+	hash := furrow.HashSecret(key)
 	tag, err := db.pool.Exec(ctx, "UPDATE devices SET key_hash = $1 WHERE id = $2 AND farm_id = $3",
-		hash, deviceID, farmID)
+		hash[:], deviceID, farmID)
 	if err != nil {
 		return "", translate(err, "rotate device key", "device")
 	}
@@ -48,10 +50,11 @@ func (db *DB) RotateDeviceKey(ctx context.Context, farmID, deviceID uuid.UUID) (
 	return key, nil
 }
 
-// DeviceByKey returns the device holding the API key; ENOTFOUND if none.
-func (db *DB) DeviceByKey(ctx context.Context, key string) (furrow.Device, error) {
+// DeviceByKey returns the device whose API key has the hash keyHash;
+// ENOTFOUND if none.
+func (db *DB) DeviceByKey(ctx context.Context, keyHash furrow.SecretHash) (furrow.Device, error) {
 	d, err := scanDevice(db.pool.QueryRow(ctx,
-		"SELECT "+deviceColumns+" FROM devices WHERE key_hash = $1", hashSecret(key)))
+		"SELECT "+deviceColumns+" FROM devices WHERE key_hash = $1", keyHash[:]))
 	return d, translate(err, "device by key", "device")
 }
 
@@ -70,4 +73,10 @@ func (db *DB) Devices(ctx context.Context, farmID uuid.UUID) ([]furrow.Device, e
 		return nil, translate(err, "list devices", "farm")
 	}
 	return ds, nil
+}
+
+// hashOf is the stored bytes of a secret's hash.
+func hashOf(secret string) []byte {
+	h := furrow.HashSecret(secret)
+	return h[:]
 }

@@ -110,7 +110,7 @@ func TestEventsWaitOnlyForSubscribedWebhooks(t *testing.T) {
 		if err != nil || e.Pending != wantPending {
 			t.Fatalf("%s: CreateEvent pending = %v, %v; want %v", what, e.Pending, err, wantPending)
 		}
-		_, ev, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: fx.device.ID, MetricID: 1, Value: "1"}, "")
+		_, ev, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: fx.device.ID, MetricID: 1, Value: "1"}, nil)
 		if err != nil || ev.Pending != wantPending {
 			t.Fatalf("%s: CreateReading pending = %v, %v; want %v", what, ev.Pending, err, wantPending)
 		}
@@ -168,7 +168,7 @@ func TestMarkOfflineOncePerEpisode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), "")
+	r, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestMarkOfflineOncePerEpisode(t *testing.T) {
 		t.Fatalf("marked again in the same episode: %+v", es)
 	}
 	// A reading ends the episode; the next silence is announced again.
-	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "2"), ""); err != nil {
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "2"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := db.DeviceByID(ctx, fx.device.ID); d.OfflineSinceMs != nil {
@@ -227,7 +227,7 @@ func TestMarkOfflineHonoursLimit(t *testing.T) {
 		}
 		r := reading(fx, 1, "1")
 		r.DeviceID = d.ID
-		if _, _, err := db.CreateReading(ctx, r, ""); err != nil {
+		if _, _, err := db.CreateReading(ctx, r, nil); err != nil {
 			t.Fatal(err, i)
 		}
 	}

@@ -13,11 +13,12 @@ func CommitTogether(db *DB, rs []furrow.Reading, keys ...string) []error {
 	batch := make([]*ingestReq, len(rs))
 	for i, r := range rs {
 		r.Timestamp = db.nowMs()
-		key := ""
-		if i < len(keys) {
-			key = keys[i]
+		var hash *furrow.SecretHash
+		if i < len(keys) && keys[i] != "" {
+			h := furrow.HashSecret(keys[i])
+			hash = &h
 		}
-		batch[i] = newIngestReq(context.Background(), r, key)
+		batch[i] = newIngestReq(context.Background(), r, hash)
 	}
 	db.ingest.commit(batch)
 	errs := make([]error, len(rs))

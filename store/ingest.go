@@ -24,19 +24,19 @@ import (
 // batch that fails is retried row by row so that one bad reading fails
 // alone.
 //
-// deviceKey, unless empty, is the bearer key the reading came with: the
-// reading is stored only if that is still the device's key when the
+// keyHash, unless nil, is the hash of the bearer key the reading came with:
+// the reading is stored only if that is still the device's key when the
 // transaction runs, else the error is EUNAUTHORIZED. So a caller may take
 // the device of a key from a cache, and a revoked key is still refused at
 // once. An invalid reading is EINVALID, an unknown device (or one of
 // another farm) ENOTFOUND. If ctx ends first the caller gets its error, but
 // the reading may still be stored.
-func (db *DB) CreateReading(ctx context.Context, r furrow.Reading, deviceKey string) (furrow.Reading, furrow.OutboxEvent, error) {
+func (db *DB) CreateReading(ctx context.Context, r furrow.Reading, keyHash *furrow.SecretHash) (furrow.Reading, furrow.OutboxEvent, error) {
 	if err := validReading(r); err != nil {
 		return furrow.Reading{}, furrow.OutboxEvent{}, err
 	}
 	r.Timestamp = db.nowMs()
-	req := newIngestReq(ctx, r, deviceKey)
+	req := newIngestReq(ctx, r, keyHash)
 	if err := db.ingest.submit(ctx, req); err != nil {
 		return furrow.Reading{}, furrow.OutboxEvent{}, err
 	}
@@ -70,11 +70,11 @@ type ingestReq struct {
 	done    chan error
 }
 
-func newIngestReq(ctx context.Context, r furrow.Reading, deviceKey string) *ingestReq {
+func newIngestReq(ctx context.Context, r furrow.Reading, keyHash *furrow.SecretHash) *ingestReq {
 	id := uuid.New()
 	req := &ingestReq{ctx: ctx, reading: r, event: furrow.OutboxEvent{Event: furrow.NewMetricValueEvent(id, r)}, eventID: id, done: make(chan error, 1)}
-	if deviceKey != "" {
-		req.keyHash = hashSecret(deviceKey)
+	if keyHash != nil {
+		req.keyHash = keyHash[:]
 	}
 	return req
 }

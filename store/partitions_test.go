@@ -105,7 +105,7 @@ func TestMigrationPartitionsPopulatedReadings(t *testing.T) {
 	}
 	defer db.Close()
 	d := furrow.Device{ID: device, FarmID: farm}
-	r, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: farm, DeviceID: d.ID, MetricID: 1, Value: "new"}, "")
+	r, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: farm, DeviceID: d.ID, MetricID: 1, Value: "new"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestReadingsPageAcrossPartitionBoundary(t *testing.T) {
 	fx := newFixture(t, db)
 	var want []furrow.Reading
 	for i := range 6 {
-		r, _, err := db.CreateReading(ctx, reading(fx, 1, fmt.Sprint(i)), "")
+		r, _, err := db.CreateReading(ctx, reading(fx, 1, fmt.Sprint(i)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestPruneReadingsCreatesAheadAndDropsOnlyExpired(t *testing.T) {
 	fx := newFixture(t, db)
 	start := clock.Now()
 	for range 4 { // one reading on each of 4 days: 10, 11, 12, 13 March
-		if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), ""); err != nil {
+		if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), nil); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(24 * time.Hour)

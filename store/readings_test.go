@@ -26,7 +26,7 @@ func TestCreateReadingStoresReadingEventAndLastSeen(t *testing.T) {
 	clock := newClock()
 	db, _ := newDB(t, clock)
 	fx := newFixture(t, db)
-	r, ev, err := db.CreateReading(ctx, reading(fx, 220, "21.50"), "")
+	r, ev, err := db.CreateReading(ctx, reading(fx, 220, "21.50"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,10 @@ func TestCreateReadingRejectsBadInput(t *testing.T) {
 		long[i] = '1'
 	}
 	for _, v := range []string{"", string(long), "a\x00b", "\xff"} {
-		_, _, err := db.CreateReading(ctx, reading(fx, 1, v), "")
+		_, _, err := db.CreateReading(ctx, reading(fx, 1, v), nil)
 		wantCode(t, err, furrow.EINVALID)
 	}
-	_, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: uuid.New(), MetricID: 1, Value: "1"}, "")
+	_, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: uuid.New(), MetricID: 1, Value: "1"}, nil)
 	wantCode(t, err, furrow.ENOTFOUND)
 }
 
@@ -90,7 +90,7 @@ func TestCreateReadingConcurrentGroupCommit(t *testing.T) {
 			if i%2 == 1 {
 				r.DeviceID = second.ID
 			}
-			_, events[i], errs[i] = db.CreateReading(ctx, r, "")
+			_, events[i], errs[i] = db.CreateReading(ctx, r, nil)
 		})
 	}
 	wg.Wait()
@@ -171,7 +171,7 @@ func TestCreateReadingAfterCloseFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, _, err = db.CreateReading(context.Background(), furrow.Reading{FarmID: uuid.New(), DeviceID: uuid.New(), MetricID: 1, Value: "1"}, "")
+	_, _, err = db.CreateReading(context.Background(), furrow.Reading{FarmID: uuid.New(), DeviceID: uuid.New(), MetricID: 1, Value: "1"}, nil)
 	if err == nil {
 		t.Fatal("CreateReading on a closed store succeeded")
 	}
@@ -182,11 +182,11 @@ func TestCreateReadingHonoursCancelledContext(t *testing.T) {
 	fx := newFixture(t, db)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), ""); err == nil {
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), nil); err == nil {
 		t.Fatal("cancelled CreateReading succeeded")
 	}
 	// Others are unaffected.
-	if _, _, err := db.CreateReading(context.Background(), reading(fx, 1, "2"), ""); err != nil {
+	if _, _, err := db.CreateReading(context.Background(), reading(fx, 1, "2"), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -210,7 +210,7 @@ func TestReadingsPagingAndFilters(t *testing.T) {
 		if i%5 == 0 {
 			r.DeviceID = other.ID
 		}
-		stored, _, err := db.CreateReading(ctx, r, "")
+		stored, _, err := db.CreateReading(ctx, r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,7 @@ func TestReadingsPagingAndFilters(t *testing.T) {
 		}
 		got = append(got, rs...)
 		// Newer readings arriving between pages must not shift the pages.
-		if _, _, err := db.CreateReading(ctx, reading(fx, 1, "late"), ""); err != nil {
+		if _, _, err := db.CreateReading(ctx, reading(fx, 1, "late"), nil); err != nil {
 			t.Fatal(err)
 		}
 		if next == nil {
@@ -279,14 +279,15 @@ func TestCreateReadingChecksTheKeyWhenStoring(t *testing.T) {
 	ctx := context.Background()
 	db, url := newDB(t, newClock())
 	fx := newFixture(t, db)
-	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "old key"), fx.key); err != nil {
+	keyHash := furrow.HashSecret(fx.key)
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "old key"), &keyHash); err != nil {
 		t.Fatalf("reading with the current key: %v", err)
 	}
 	newKey, err := db.RotateDeviceKey(ctx, fx.farm.ID, fx.device.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = db.CreateReading(ctx, reading(fx, 1, "revoked"), fx.key)
+	_, _, err = db.CreateReading(ctx, reading(fx, 1, "revoked"), &keyHash)
 	wantCode(t, err, furrow.EUNAUTHORIZED)
 	if strings.Contains(furrow.ErrorMessage(err), fx.key) {
 		t.Fatalf("the error quotes the key: %v", err)

@@ -14,10 +14,11 @@ import (
 // once; only the token's hash is stored. A taken email is ECONFLICT.
 func (db *DB) CreateUser(ctx context.Context, email string) (furrow.User, string, error) {
 	u := furrow.User{ID: uuid.New(), Email: email}
-	token, hash := newSecret(furrow.UserTokenPrefix)
+	token := furrow.NewUserToken()
+	hash := furrow.HashSecret(token)
 	_, err := db.pool.Exec(ctx,
 		"INSERT INTO users (id, email, token_hash, created_at_ms) VALUES ($1, $2, $3, $4)",
-		u.ID, email, hash, db.nowMs())
+		u.ID, email, hash[:], db.nowMs())
 	if err != nil {
 		return furrow.User{}, "", translate(err, "create user", "user")
 	}
@@ -28,7 +29,7 @@ func (db *DB) CreateUser(ctx context.Context, email string) (furrow.User, string
 // EUNAUTHORIZED.
 func (db *DB) UserByToken(ctx context.Context, token string) (furrow.User, error) {
 	var u furrow.User
-	err := db.pool.QueryRow(ctx, "SELECT id, email FROM users WHERE token_hash = $1", hashSecret(token)).
+	err := db.pool.QueryRow(ctx, "SELECT id, email FROM users WHERE token_hash = $1", hashOf(token)).
 		Scan(&u.ID, &u.Email)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED, "the token is invalid")

@@ -71,7 +71,7 @@ func TestDeviceReportingStates(t *testing.T) {
 	}
 	post := func() {
 		t.Helper()
-		if _, _, err := db.CreateReading(ctx, furrow.Reading{DeviceID: dev.ID, FarmID: farm.ID, MetricID: 220, Value: "30"}, ""); err != nil {
+		if _, _, err := db.CreateReading(ctx, furrow.Reading{DeviceID: dev.ID, FarmID: farm.ID, MetricID: 220, Value: "30"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,7 +189,7 @@ func TestRetentionDropsExpiredReadingsOnlyWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := func(v string) {
-		if _, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: farm.ID, DeviceID: dev.ID, MetricID: 1, Value: v}, ""); err != nil {
+		if _, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: farm.ID, DeviceID: dev.ID, MetricID: 1, Value: v}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ func DeviceService(t *testing.T, newSubject New) {
 			if !strings.HasPrefix(key, furrow.DeviceKeyPrefix) {
 				e.t.Fatalf("key %q lacks the prefix %q", key, furrow.DeviceKeyPrefix)
 			}
-			byKey, err := e.Devices.DeviceByKey(e.ctx, key)
+			byKey, err := e.Devices.DeviceByKey(e.ctx, furrow.HashSecret(key))
 			e.must(err)
 			byID, err := e.Devices.DeviceByID(e.ctx, d.ID)
 			e.must(err)
@@ -43,7 +43,7 @@ func DeviceService(t *testing.T, newSubject New) {
 		},
 		"UnknownIsNotFound": func(e *env) {
 			e.device("probe-1")
-			_, err := e.Devices.DeviceByKey(e.ctx, furrow.DeviceKeyPrefix+"unknown")
+			_, err := e.Devices.DeviceByKey(e.ctx, furrow.HashSecret(furrow.DeviceKeyPrefix+"unknown"))
 			e.wantCode(err, furrow.ENOTFOUND, "DeviceByKey(unknown)")
 			_, err = e.Devices.DeviceByID(e.ctx, uuid.New())
 			e.wantCode(err, furrow.ENOTFOUND, "DeviceByID(unknown)")
@@ -55,9 +55,9 @@ func DeviceService(t *testing.T, newSubject New) {
 			if key == old || !strings.HasPrefix(key, furrow.DeviceKeyPrefix) {
 				e.t.Fatalf("rotated key %q (old %q)", key, old)
 			}
-			_, err = e.Devices.DeviceByKey(e.ctx, old)
+			_, err = e.Devices.DeviceByKey(e.ctx, furrow.HashSecret(old))
 			e.wantCode(err, furrow.ENOTFOUND, "DeviceByKey(revoked key)")
-			got, err := e.Devices.DeviceByKey(e.ctx, key)
+			got, err := e.Devices.DeviceByKey(e.ctx, furrow.HashSecret(key))
 			e.must(err)
 			if got.ID != d.ID {
 				e.t.Fatalf("new key finds %v, want %v", got.ID, d.ID)
@@ -68,7 +68,7 @@ func DeviceService(t *testing.T, newSubject New) {
 			other, _ := e.farm()
 			_, err := e.Devices.RotateDeviceKey(e.ctx, other.ID, d.ID)
 			e.wantCode(err, furrow.ENOTFOUND, "RotateDeviceKey(other farm)")
-			_, err = e.Devices.DeviceByKey(e.ctx, key)
+			_, err = e.Devices.DeviceByKey(e.ctx, furrow.HashSecret(key))
 			e.must(err)
 		},
 		"ListByName": func(e *env) {

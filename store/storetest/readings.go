@@ -15,10 +15,19 @@ func (e *env) reading(d furrow.Device, key string, metric int32, value string) (
 	e.t.Helper()
 	r, ev, err := e.Readings.CreateReading(e.ctx, furrow.Reading{
 		FarmID: d.FarmID, DeviceID: d.ID, MetricID: metric, Value: value,
-	}, key)
+	}, keyHash(key))
 	e.must(err)
 	e.clock.Advance(time.Millisecond)
 	return r, ev
+}
+
+// keyHash is the hash of a device key as the API passes it; "" is none.
+func keyHash(key string) *furrow.SecretHash {
+	if key == "" {
+		return nil
+	}
+	h := furrow.HashSecret(key)
+	return &h
 }
 
 // ReadingService checks the furrow.ReadingService contract.
@@ -53,7 +62,7 @@ func ReadingService(t *testing.T, newSubject New) {
 			d, old := e.device("probe-1")
 			_, err := e.Devices.RotateDeviceKey(e.ctx, d.FarmID, d.ID)
 			e.must(err)
-			_, _, err = e.Readings.CreateReading(e.ctx, furrow.Reading{FarmID: d.FarmID, DeviceID: d.ID, MetricID: 1, Value: "1"}, old)
+			_, _, err = e.Readings.CreateReading(e.ctx, furrow.Reading{FarmID: d.FarmID, DeviceID: d.ID, MetricID: 1, Value: "1"}, keyHash(old))
 			e.wantCode(err, furrow.EUNAUTHORIZED, "CreateReading(revoked key)")
 			rs, _, err := e.Readings.Readings(e.ctx, furrow.ReadingFilter{FarmID: d.FarmID, Limit: 10})
 			e.must(err)
@@ -63,7 +72,7 @@ func ReadingService(t *testing.T, newSubject New) {
 		},
 		"UnknownDeviceIsNotFound": func(e *env) {
 			f, _ := e.farm()
-			_, _, err := e.Readings.CreateReading(e.ctx, furrow.Reading{FarmID: f.ID, DeviceID: uuid.New(), MetricID: 1, Value: "1"}, "")
+			_, _, err := e.Readings.CreateReading(e.ctx, furrow.Reading{FarmID: f.ID, DeviceID: uuid.New(), MetricID: 1, Value: "1"}, nil)
 			e.wantCode(err, furrow.ENOTFOUND, "CreateReading(unknown device)")
 		},
 		"ListFiltersAndPages": func(e *env) {
