@@ -21,4 +21,5 @@ func TestConformance(t *testing.T) {
 	t.Run("EventService", func(t *testing.T) { storetest.EventService(t, newSubject) })
 	t.Run("WebhookService", func(t *testing.T) { storetest.WebhookService(t, newSubject) })
 	t.Run("Outbox", func(t *testing.T) { storetest.Outbox(t, newSubject) })
+	t.Run("DeliveryStore", func(t *testing.T) { storetest.DeliveryStore(t, storetest.DeliveryFromServices(newSubject)) })
 }
