@@ -1,10 +1,12 @@
 package furrow
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -101,4 +103,33 @@ type ReadingFilter struct {
 type ReadingCursor struct {
 	TimestampMs int64
 	Seq         int64
+}
+
+// IdempotencyWindow is how long an Idempotency-Key of a reading is
+// remembered.
+const IdempotencyWindow = 24 * time.Hour
+
+// MaxIdempotencyKey bounds the length of an Idempotency-Key.
+const MaxIdempotencyKey = 255
+
+// Idempotency is a reading request's Idempotency-Key and the fingerprint
+// (SHA-256) of its body: a retry carries the same key and body and gets the
+// original reading back; the same key with another body is a conflict.
+type Idempotency struct {
+	Key         string
+	Fingerprint [sha256.Size]byte
+}
+
+// ValidIdempotencyKey reports whether k is a well-formed Idempotency-Key:
+// 1 to MaxIdempotencyKey printable ASCII characters.
+func ValidIdempotencyKey(k string) bool {
+	if k == "" || len(k) > MaxIdempotencyKey {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

@@ -64,6 +64,12 @@ type ReadingService interface {
 	// EUNAUTHORIZED and nothing is stored, so callers may authenticate keys
 	// from a cache. A device that is gone is ENOTFOUND.
 	CreateReading(ctx context.Context, r Reading, keyHash *SecretHash) (Reading, OutboxEvent, error)
+	// CreateReadingOnce is CreateReading under an idempotency key, kept in
+	// the reading's transaction: if the device used the key within the
+	// IdempotencyWindow for the same body, nothing is stored and the
+	// original reading is returned with replayed true (and a zero
+	// OutboxEvent); for another body the error is ECONFLICT.
+	CreateReadingOnce(ctx context.Context, r Reading, keyHash *SecretHash, once Idempotency) (stored Reading, ev OutboxEvent, replayed bool, err error)
 	// Readings lists readings, newest first, with the cursor of the last
 	// one returned (nil when there are no more).
 	Readings(ctx context.Context, f ReadingFilter) ([]Reading, *ReadingCursor, error)

@@ -20,6 +20,7 @@ type fakeStore struct {
 	roles    map[[2]uuid.UUID]furrow.Role
 	devices  map[uuid.UUID]furrow.Device
 	keys     map[furrow.SecretHash]uuid.UUID // device key's hash -> device
+	once     map[onceKey]onceEntry
 	readings []furrow.Reading
 	events   []furrow.Event
 	webhooks map[uuid.UUID]furrow.Webhook
@@ -185,6 +186,43 @@ func compareStrings(a, b string) int {
 
 func (f *fakeStore) MarkOffline(context.Context, time.Duration, int) ([]furrow.Event, error) {
 	return nil, errors.New("not used by the API")
+}
+
+// onceKey and onceEntry are an idempotency key of a device and what it
+// stored.
+type onceKey struct {
+	device uuid.UUID
+	key    string
+}
+
+type onceEntry struct {
+	fingerprint [32]byte
+	reading     furrow.Reading
+}
+
+func (f *fakeStore) CreateReadingOnce(ctx context.Context, r furrow.Reading, key *furrow.SecretHash, once furrow.Idempotency) (furrow.Reading, furrow.OutboxEvent, bool, error) {
+	f.mu.Lock()
+	k := onceKey{r.DeviceID, once.Key}
+	e, ok := f.once[k]
+	f.mu.Unlock()
+	now := furrow.Millis(f.clock.Now())
+	if ok && e.reading.Timestamp >= now-furrow.IdempotencyWindow.Milliseconds() {
+		if e.fingerprint != once.Fingerprint {
+			return furrow.Reading{}, furrow.OutboxEvent{}, false, furrow.Errorf(furrow.ECONFLICT, "key reused")
+		}
+		return e.reading, furrow.OutboxEvent{}, true, nil
+	}
+	stored, ev, err := f.CreateReading(ctx, r, key)
+	if err != nil {
+		return stored, ev, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.once == nil {
+		f.once = map[onceKey]onceEntry{}
+	}
+	f.once[k] = onceEntry{once.Fingerprint, stored}
+	return stored, ev, false, nil
 }
 
 // pending tells whether a webhook of the farm subscribes to the type, as

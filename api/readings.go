@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/sha256"
 	"errors"
 	"io"
 	"math"
@@ -41,11 +42,15 @@ func (s *server) acceptReading(w http.ResponseWriter, r *http.Request, cred devi
 	if in.DeviceID != cred.device.ID {
 		return furrow.Errorf(furrow.EFORBIDDEN, "The device_id does not match the device of the credential.")
 	}
-	stored, ev, err := s.Readings.CreateReading(r.Context(), furrow.Reading{
+	stored, ev, replayed, err := s.storeReading(r, furrow.Reading{
 		DeviceID: in.DeviceID, MetricID: in.MetricID, Value: in.Value, FarmID: cred.device.FarmID,
-	}, cred.keyHash)
+	}, cred.keyHash, body)
 	if err != nil {
 		return err
+	}
+	if replayed {
+		writeJSON(w, http.StatusCreated, stored)
+		return nil
 	}
 	stored.FarmID = cred.device.FarmID
 	if s.Publisher != nil {
@@ -56,6 +61,26 @@ func (s *server) acceptReading(w http.ResponseWriter, r *http.Request, cred devi
 	}
 	writeJSON(w, http.StatusCreated, stored)
 	return nil
+}
+
+// idempotencyHeader is the header of the IETF httpapi draft that makes a
+// retried reading safe.
+const idempotencyHeader = "Idempotency-Key"
+
+// storeReading stores in, under the request's Idempotency-Key when it has
+// one: a retry of the same body then answers the original reading
+// (replayed) and stores nothing.
+func (s *server) storeReading(r *http.Request, in furrow.Reading, keyHash *furrow.SecretHash, body []byte) (furrow.Reading, furrow.OutboxEvent, bool, error) {
+	keys := r.Header.Values(idempotencyHeader)
+	if len(keys) == 0 {
+		stored, ev, err := s.Readings.CreateReading(r.Context(), in, keyHash)
+		return stored, ev, false, err
+	}
+	if len(keys) > 1 || !furrow.ValidIdempotencyKey(keys[0]) {
+		return furrow.Reading{}, furrow.OutboxEvent{}, false, furrow.Errorf(furrow.EINVALID,
+			"The Idempotency-Key header must be given once, as 1 to %d printable ASCII characters.", furrow.MaxIdempotencyKey)
+	}
+	return s.Readings.CreateReadingOnce(r.Context(), in, keyHash, furrow.Idempotency{Key: keys[0], Fingerprint: sha256.Sum256(body)})
 }
 
 // rateLimit counts the request for key, setting retry-after when it is over

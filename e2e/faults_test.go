@@ -288,3 +288,64 @@ func TestSilentOrRefusingRedis(t *testing.T) {
 		time.Sleep(6 * time.Second) // past the breaker period
 	}
 }
+
+// valueCount returns how many of the farm's readings have value v.
+func (e *faultEnv) valueCount(t *testing.T, v string) int {
+	t.Helper()
+	var rows []struct{ Value string }
+	r, _ := e.timed(t, "GET", "/api/farms/"+e.fx.FarmID+"/readings?limit=500", nil, bearer(e.fx.Token)...)
+	expect(t, r, 200, "")
+	r.JSON(t, &rows)
+	n := 0
+	for _, row := range rows {
+		if row.Value == v {
+			n++
+		}
+	}
+	return n
+}
+
+// A reading retried with the same Idempotency-Key is stored once, whichever
+// instance the retry reaches, also when the first attempt failed with 500
+// because PostgreSQL went silent.
+func TestIdempotentRetriesAcrossInstances(t *testing.T) {
+	e := newFaultEnv(t, nil)
+	other := start(t, "serve", e.env)
+	post := func(f *furrow, idem string, value any) response {
+		return do(t, e.client, "POST", f.URL+"/api/metric-values", reading(e.fx.DeviceID, value),
+			append(bearer(e.fx.Key), "Idempotency-Key", idem)...)
+	}
+	first := post(e.f, "retry-1", "once")
+	expect(t, first, 201, "")
+	again := post(other, "retry-1", "once")
+	expect(t, again, 201, "")
+	if string(again.Body) != string(first.Body) {
+		t.Fatalf("retry on the other instance answered %s, want the original %s", again.Body, first.Body)
+	}
+	expect(t, post(other, "retry-1", "another"), 409, "conflict")
+	if n := e.valueCount(t, "once"); n != 1 {
+		t.Fatalf("the retried reading is stored %d times, want once", n)
+	}
+
+	e.pg.Blackhole()
+	r := post(e.f, "retry-2", "after a 500")
+	expect(t, r, 500, "internal_error")
+	e.pg.Restore()
+	r = post(other, "retry-2", "after a 500")
+	expect(t, r, 201, "")
+	r2 := post(e.f, "retry-2", "after a 500")
+	expect(t, r2, 201, "")
+	if string(r.Body) != string(r2.Body) {
+		t.Fatalf("answers differ: %s and %s", r.Body, r2.Body)
+	}
+	if n := e.valueCount(t, "after a 500"); n != 1 {
+		t.Fatalf("the reading retried after a 500 is stored %d times, want once", n)
+	}
+	// Without the header, behaviour is as before: each request stores.
+	for range 2 {
+		expect(t, do(t, e.client, "POST", e.f.URL+"/api/metric-values", reading(e.fx.DeviceID, "plain"), bearer(e.fx.Key)...), 201, "")
+	}
+	if n := e.valueCount(t, "plain"); n != 2 {
+		t.Fatalf("readings without a key stored %d times, want 2", n)
+	}
+}

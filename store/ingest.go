@@ -281,6 +281,12 @@ func (db *DB) writeReadingsPartitioned(ctx context.Context, reqs []*ingestReq) (
 // device's, ENOTFOUND for a device that is gone. The returned error is the
 // statement's, for the caller to settle every request with.
 func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingestReq]error, error) {
+	return db.writeReadingsWith(ctx, db.pool, reqs)
+}
+
+// writeReadingsWith is writeReadings through q, which may be a transaction
+// that writes more beside the readings.
+func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestReq) (map[*ingestReq]error, error) {
 	n := len(reqs)
 	var (
 		devices, farms, events = make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n)
@@ -295,7 +301,7 @@ func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingest
 		metrics, values, stamps = append(metrics, r.MetricID), append(values, r.Value), append(stamps, r.Timestamp)
 		events, data = append(events, q.eventID), append(data, string(q.event.Data))
 	}
-	rows, _ := db.pool.Query(ctx, storeReadingsSQL, devices, keys, farms, metrics, values, stamps, events, data,
+	rows, _ := q.Query(ctx, storeReadingsSQL, devices, keys, farms, metrics, values, stamps, events, data,
 		furrow.EventMetricValue, db.nowMs()) // Its error is rows'.
 	stored, pending, err := storedEvents(rows)
 	if err != nil {

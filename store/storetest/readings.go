@@ -32,6 +32,7 @@ func keyHash(key string) *furrow.SecretHash {
 
 // ReadingService checks the furrow.ReadingService contract.
 func ReadingService(t *testing.T, newSubject New) {
+	t.Run("Idempotency", func(t *testing.T) { Idempotency(t, newSubject) })
 	run(t, newSubject, map[string]func(*env){
 		"CreateStampsAndEmits": func(e *env) {
 			d, key := e.device("probe-1")
