@@ -2,6 +2,7 @@ package furrow
 
 import (
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -28,9 +29,17 @@ func (w Webhook) Subscribes(t string) bool {
 	return len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, t)
 }
 
-// MaxFailedChains is the number of consecutive failed chains that disables a
-// webhook.
-const MaxFailedChains = 5
+// Numbers of the spec's delivery rules.
+const (
+	// MaxFailedChains is the number of consecutive failed chains that
+	// disables a webhook.
+	MaxFailedChains = 5
+	// DeliveryTimeout bounds each delivery attempt, response body included.
+	DeliveryTimeout = 10 * time.Second
+	// AttemptRetention is how long delivery attempts (and dispatched
+	// events, and closed workflows in the dev server) are kept.
+	AttemptRetention = 30 * 24 * time.Hour
+)
 
 // Attempt is one row of a webhook's delivery log. StatusCode is 0 when no
 // answer was received; Error says why (timeout, connection failure, skipped).

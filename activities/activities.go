@@ -7,13 +7,9 @@ package activities
 import (
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/furrowhq/furrow"
 )
-
-// HTTPTimeout bounds each delivery attempt, as the spec requires.
-const HTTPTimeout = 10 * time.Second
 
 // Type names of the application errors of failed attempts, visible in
 // Temporal history.

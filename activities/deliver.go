@@ -111,7 +111,7 @@ type sent struct {
 // post sends body, signed over exactly those bytes, and reads at most
 // furrow.MaxResponseBody of the answer.
 func (a *Activities) post(ctx context.Context, w furrow.Webhook, deliveryID uuid.UUID, body []byte) sent {
-	ctx, cancel := context.WithTimeout(ctx, HTTPTimeout)
+	ctx, cancel := context.WithTimeout(ctx, furrow.DeliveryTimeout)
 	defer cancel()
 	s := sent{at: a.Clock.Now()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
@@ -197,7 +197,7 @@ func retryable(schedule []furrow.Duration, attempt, status int, msg string, caus
 // *url.Error would otherwise repeat.
 func transportError(err error, timeout bool) string {
 	if timeout {
-		return fmt.Sprintf("timeout after %s", HTTPTimeout)
+		return fmt.Sprintf("timeout after %s", furrow.DeliveryTimeout)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

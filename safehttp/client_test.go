@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/furrowhq/furrow"
 )
 
 func newClient(t *testing.T, opts Options) *http.Client {
@@ -190,8 +192,8 @@ func TestTimeout(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := newClient(t, Options{})
-	if c.Timeout != DefaultTimeout {
-		t.Fatalf("Timeout = %v, want %v", c.Timeout, DefaultTimeout)
+	if c.Timeout != furrow.DeliveryTimeout {
+		t.Fatalf("Timeout = %v, want %v", c.Timeout, furrow.DeliveryTimeout)
 	}
 	tr, ok := c.Transport.(*http.Transport)
 	if !ok || tr.Proxy != nil {

@@ -16,10 +16,9 @@ import (
 	"os"
 	"syscall"
 	"time"
-)
 
-// DefaultTimeout bounds each delivery attempt (SPEC: 10 seconds).
-const DefaultTimeout = 10 * time.Second
+	"github.com/furrowhq/furrow"
+)
 
 // Options configure New.
 type Options struct {
@@ -30,7 +29,7 @@ type Options struct {
 	// system pool, for receivers with self-signed certificates.
 	CAFile string
 	// Timeout bounds a whole request, response body included; zero or
-	// negative means DefaultTimeout.
+	// negative means furrow.DeliveryTimeout.
 	Timeout time.Duration
 }
 
@@ -41,7 +40,7 @@ type Options struct {
 func New(opts Options) (*http.Client, error) {
 	timeout := opts.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = furrow.DeliveryTimeout
 	}
 	tlsConf, err := tlsConfig(opts.CAFile)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -30,7 +31,7 @@ func EnsureSchedules(ctx context.Context, c client.Client, o ScheduleOptions) er
 		schedule(workflows.DeviceSweepScheduleID, o.SweepEvery, workflows.SweepDevicesWorkflowName,
 			workflows.SweepDevicesInput{OfflineAfter: o.OfflineAfter}),
 		schedule(workflows.RetentionScheduleID, workflows.RetentionEvery, workflows.RetentionWorkflowName,
-			workflows.RetentionInput{Keep: workflows.RetentionPeriod, KeepReadings: o.ReadingsRetention}),
+			workflows.RetentionInput{Keep: furrow.AttemptRetention, KeepReadings: o.ReadingsRetention}),
 	}
 	for _, s := range specs {
 		if err := ensure(ctx, c, s); err != nil {

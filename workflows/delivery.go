@@ -14,7 +14,7 @@ import (
 
 // attemptTimeout bounds one attempt: comfortably above the HTTP timeout,
 // so that the store calls around the POST fit too.
-const attemptTimeout = 3 * activities.HTTPTimeout
+const attemptTimeout = 3 * furrow.DeliveryTimeout
 
 // attemptsChange versions how attempts after the first run. Before it they
 // ran as one activity with a retry policy, so the workflow learnt nothing

@@ -15,9 +15,6 @@ const (
 	RetentionWorkflowName    = "Retention"
 	DeviceSweepScheduleID    = "furrow-device-sweep"
 	RetentionScheduleID      = "furrow-retention"
-	// RetentionPeriod is how long delivery attempts and dispatched events
-	// are kept.
-	RetentionPeriod = 30 * 24 * time.Hour
 	// RetentionEvery is how often the retention job runs.
 	RetentionEvery = time.Hour
 )

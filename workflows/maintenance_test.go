@@ -154,7 +154,7 @@ func TestRetentionRemovesOldAttemptsKeepsNew(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Activities{Webhooks: db, Retention: db, Clock: clock})
-	env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: workflows.RetentionPeriod})
+	env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.AttemptRetention})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestRetentionDropsExpiredReadingsOnlyWhenAsked(t *testing.T) {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
 		env.RegisterActivity(&activities.Activities{Webhooks: db, Retention: db, Clock: clock})
-		env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: workflows.RetentionPeriod, KeepReadings: keep})
+		env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.AttemptRetention, KeepReadings: keep})
 		if err := env.GetWorkflowError(); err != nil {
 			t.Fatal(err)
 		}

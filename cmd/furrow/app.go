@@ -21,12 +21,6 @@ import (
 	"github.com/furrowhq/furrow/store"
 )
 
-// Spec limits of the reading endpoint.
-const (
-	rateLimit  = 120
-	rateWindow = 60 * time.Second
-)
-
 // server is the API and the outbox dispatcher, wired from concrete types.
 type server struct {
 	cfg        Config
@@ -53,13 +47,13 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Clie
 			db.Close()
 			return nil, err
 		}
-		limiter = ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, rateLimit, rateWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
+		limiter = ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, ratelimit.SpecLimit, ratelimit.SpecWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
 			Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log,
 		})
 		s.bus = live.NewRedisBus(s.redis, "furrow:live:", log)
 	} else {
 		log.Warn("FURROW_REDIS_URL is not set: the rate limiter and the live bus run in-process; run a single instance only")
-		limiter = ratelimit.NewMemory(rateLimit, rateWindow, furrow.SystemClock{})
+		limiter = ratelimit.NewMemory(ratelimit.SpecLimit, ratelimit.SpecWindow, furrow.SystemClock{})
 		s.bus = live.NewMemoryBus(log)
 	}
 	s.live = live.Handler(live.Deps{Users: db, Farms: db, Bus: s.bus, Logger: log})

@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/furrowhq/furrow/workflows"
 )
 
 // Config is every setting of the binary, read once from the environment in
@@ -36,11 +39,10 @@ type Config struct {
 
 // Defaults of DESIGN.md's configuration table.
 const (
-	defaultDatabaseURL   = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	defaultHTTPAddr      = ":8080"
-	defaultNamespace     = "default"
-	defaultProxies       = "127.0.0.0/8,::1/128"
-	defaultRetrySchedule = "30s,2m,10m,30m,2h,6h,12h"
+	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	defaultHTTPAddr    = ":8080"
+	defaultNamespace   = "default"
+	defaultProxies     = "127.0.0.0/8,::1/128"
 )
 
 // loadConfig reads the FURROW_* variables through getenv. Every malformed
@@ -62,8 +64,11 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.TrustedProxies, err = parsePrefixes(or(getenv("FURROW_TRUSTED_PROXIES"), defaultProxies)); err != nil {
 		return c, fmt.Errorf("FURROW_TRUSTED_PROXIES: %w", err)
 	}
-	if c.RetrySchedule, err = parseSchedule(or(getenv("FURROW_RETRY_SCHEDULE"), defaultRetrySchedule)); err != nil {
-		return c, fmt.Errorf("FURROW_RETRY_SCHEDULE: %w", err)
+	c.RetrySchedule = slices.Clone(workflows.DefaultSchedule)
+	if v := getenv("FURROW_RETRY_SCHEDULE"); v != "" {
+		if c.RetrySchedule, err = parseSchedule(v); err != nil {
+			return c, fmt.Errorf("FURROW_RETRY_SCHEDULE: %w", err)
+		}
 	}
 	if c.WebhookAllowPrivate, err = parseBool(getenv("FURROW_WEBHOOK_ALLOW_PRIVATE")); err != nil {
 		return c, fmt.Errorf("FURROW_WEBHOOK_ALLOW_PRIVATE: %w", err)

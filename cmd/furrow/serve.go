@@ -95,7 +95,7 @@ func startWorker(ctx context.Context, cfg Config, tc client.Client, w worker.Wor
 
 // newWorker builds the worker with the guarded webhook HTTP client.
 func newWorker(cfg Config, log *slog.Logger, tc client.Client, db *store.DB) (worker.Worker, error) {
-	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile, Timeout: activities.HTTPTimeout})
+	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile})
 	if err != nil {
 		return nil, fmt.Errorf("webhook HTTP client: %w", err)
 	}

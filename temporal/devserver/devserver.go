@@ -18,6 +18,8 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/temporal"
+
+	"github.com/furrowhq/furrow"
 )
 
 // Defaults applied by Start to zero Options fields.
@@ -25,7 +27,7 @@ const (
 	DefaultFrontendAddr = "127.0.0.1:7233"
 	DefaultUIAddr       = "127.0.0.1:8233"
 	DefaultNamespace    = "default"
-	DefaultRetention    = 30 * 24 * time.Hour
+	DefaultRetention    = furrow.AttemptRetention
 )
 
 // dbFileName is the SQLite file kept inside Options.DataDir.
