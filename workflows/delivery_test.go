@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
@@ -20,8 +19,7 @@ import (
 // time skipping, and returns its result.
 func runDelivery(t *testing.T, f *fixture, client *http.Client, schedule []time.Duration) workflows.DeliveryResult {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newEnv()
 	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: client,
 		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter}
 	ftemporal.Register(env, acts)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
@@ -122,4 +124,16 @@ func newFixture(url string, failures int) *fixture {
 		OccurredAtMs: time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC).UnixMilli(), Data: []byte(`{"x":1}`)}
 	s.hooks[w.ID], s.events[e.ID] = w, e
 	return &fixture{store: s, reporter: &reporter{}, webhook: w, event: e}
+}
+
+// deadlockBound replaces the SDK's 1 s deadlock detection in tests: on a
+// loaded machine a workflow task may well take longer without being stuck.
+const deadlockBound = time.Minute
+
+// newEnv returns a test workflow environment with deadlockBound.
+func newEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: deadlockBound})
+	return env
 }

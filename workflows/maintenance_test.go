@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
@@ -31,8 +30,7 @@ func maintenanceStore(t *testing.T) (*pgstore.DB, *testclock.Clock) {
 
 func runSweep(t *testing.T, db *pgstore.DB, clock furrow.Clock, offlineAfter time.Duration) int {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newEnv()
 	env.RegisterActivity(&activities.Activities{Devices: db, Clock: clock})
 	env.ExecuteWorkflow(workflows.SweepDevices, workflows.SweepDevicesInput{OfflineAfter: offlineAfter})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
@@ -151,8 +149,7 @@ func TestRetentionRemovesOldAttemptsKeepsNew(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newEnv()
 	env.RegisterActivity(&activities.Activities{Webhooks: db, Retention: db, Clock: clock})
 	env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.AttemptRetention})
 	if err := env.GetWorkflowError(); err != nil {
@@ -209,8 +206,7 @@ func TestRetentionDropsExpiredReadingsOnlyWhenAsked(t *testing.T) {
 		return out
 	}
 	run := func(keep time.Duration) {
-		var s testsuite.WorkflowTestSuite
-		env := s.NewTestWorkflowEnvironment()
+		env := newEnv()
 		env.RegisterActivity(&activities.Activities{Webhooks: db, Retention: db, Clock: clock})
 		env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.AttemptRetention, KeepReadings: keep})
 		if err := env.GetWorkflowError(); err != nil {

@@ -50,10 +50,9 @@ const f0Secret = "whsec_in-the-path"
 func TestDeliveryTellsItsStory(t *testing.T) {
 	srv, _ := endpoint(t, 503)
 	f := newFixture(srv.URL, 0)
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newEnv()
 	rec := &summaries{}
-	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}})
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}, DeadlockDetectionTimeout: deadlockBound})
 	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(),
 		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter})
 	var waiting string
@@ -84,8 +83,7 @@ func TestDeliveryTellsItsStory(t *testing.T) {
 
 func TestWebhookAnswersItsState(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newEnv()
 	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
 	start := env.Now()
 	type seen struct {

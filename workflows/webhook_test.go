@@ -27,8 +27,7 @@ type signal struct {
 // environment ends it when nothing is left to do).
 func runWebhook(t *testing.T, f *fixture, in workflows.WebhookInput, signals []signal) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newEnv()
 	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
 	for i, sig := range signals {
 		env.RegisterDelayedCallback(func() {
@@ -109,8 +108,7 @@ func TestWebhookEndsWhenDeleted(t *testing.T) {
 
 func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	env := newEnv()
 	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
 	// All signals arrive together, so the run must drain what is pending
 	// after its bound before continuing as new.
