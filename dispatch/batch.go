@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -145,7 +146,7 @@ func byFarm(events []furrow.Event) []farmEvents {
 // returning the ids of those fully dispatched.
 func (d *Dispatcher) dispatchFarm(ctx context.Context, sem chan struct{}, farmID uuid.UUID, events []furrow.Event) ([]string, error) {
 	var hooks []furrow.Webhook
-	err := d.limited(ctx, sem, func(ctx context.Context) (err error) {
+	err := d.limited(ctx, sem, d.cfg.CallTimeout, func(ctx context.Context) (err error) {
 		hooks, err = d.deps.Webhooks.Webhooks(ctx, farmID)
 		return err
 	})
@@ -174,16 +175,15 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, sem chan struct{}, farmID
 	return done, err
 }
 
-// limited runs call with a deadline of cfg.CallTimeout once a slot of sem
-// is free.
-func (d *Dispatcher) limited(ctx context.Context, sem chan struct{}, call func(context.Context) error) error {
+// limited runs call with a deadline of timeout once a slot of sem is free.
+func (d *Dispatcher) limited(ctx context.Context, sem chan struct{}, timeout time.Duration, call func(context.Context) error) error {
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
 	defer func() { <-sem }()
-	cctx, cancel := d.callCtx(ctx)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return call(cctx)
 }

@@ -22,13 +22,14 @@ import (
 
 // Config tunes the dispatcher; zero values take the defaults in brackets.
 type Config struct {
-	Sweep       time.Duration   // periodic catch-up, also of expired leases [2s]
-	Lease       time.Duration   // claim lease of an event, renewed every third of it [5s]
-	CallTimeout time.Duration   // deadline of each store or Temporal call [5s]
-	Batch       int             // events per claim [100]
-	MaxBackoff  time.Duration   // longest wait before claiming after failures [1m]
-	Schedule    []time.Duration // retry schedule of deliveries [workflows.DefaultSchedule]
-	Parallel    int             // store and Temporal calls in flight at once [16]
+	Sweep        time.Duration   // periodic catch-up, also of expired leases [2s]
+	Lease        time.Duration   // claim lease of an event, renewed every third of it [5s]
+	CallTimeout  time.Duration   // deadline of each store call [5s]
+	StartTimeout time.Duration   // deadline of each workflow start [10s]
+	Batch        int             // events per claim [100]
+	MaxBackoff   time.Duration   // longest wait before claiming after failures [1m]
+	Schedule     []time.Duration // retry schedule of deliveries [workflows.DefaultSchedule]
+	Parallel     int             // store and Temporal calls in flight at once [16]
 }
 
 // Starter starts workflows; *client.Client satisfies it.
@@ -65,6 +66,7 @@ func New(cfg Config, deps Deps) *Dispatcher {
 	cfg.Sweep = orDefault(cfg.Sweep, 2*time.Second)
 	cfg.Lease = orDefault(cfg.Lease, 5*time.Second)
 	cfg.CallTimeout = orDefault(cfg.CallTimeout, 5*time.Second)
+	cfg.StartTimeout = orDefault(cfg.StartTimeout, 10*time.Second)
 	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, time.Minute)
 	cfg.Batch = orDefault(cfg.Batch, 100)
 	cfg.Parallel = orDefault(cfg.Parallel, 16)
@@ -101,8 +103,9 @@ func (d *Dispatcher) Wake() {
 }
 
 // Run dispatches until ctx is done, then gives back the leases it holds and
-// returns nil. After a pass that failed for every farm (a shared fault, or
-// farms failing one after the other with none succeeding) it waits, with a
+// returns nil. After a pass that dispatched nothing because of a shared
+// fault, or of farms failing one after another with none succeeding, it
+// waits, with a
 // doubling backoff, before claiming again: a broken dispatcher must not keep
 // taking work that healthy ones could do. A single failing farm is only left
 // aside itself (see farmBackoffs).
@@ -114,7 +117,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			return nil
 		}
 		switch {
-		case err != nil && (p.Shared || d.failStreak >= 2):
+		case err != nil && p.Dispatched == 0 && (p.Shared || d.failStreak >= 2):
 			backoff = min(max(2*backoff, time.Second), d.cfg.MaxBackoff)
 			d.deps.Metrics.BackingOff(backoff)
 			d.deps.Logger.WarnContext(ctx, "dispatch failed; waiting before claiming again",

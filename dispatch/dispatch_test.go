@@ -306,7 +306,7 @@ func TestDispatchCallsHaveDeadlines(t *testing.T) {
 // A silent Temporal costs one call deadline, after which the claims are
 // given back.
 func TestDispatchSilentTemporalTimesOut(t *testing.T) {
-	w := newWorld(Config{Batch: 10, CallTimeout: 50 * time.Millisecond})
+	w := newWorld(Config{Batch: 10, StartTimeout: 50 * time.Millisecond})
 	e := w.addEvents(1)[0]
 	w.starter.block = make(chan struct{}) // never closed
 	p, err := w.d.DispatchOnce(context.Background())
@@ -318,7 +318,7 @@ func TestDispatchSilentTemporalTimesOut(t *testing.T) {
 // While a slow batch is worked on its leases are renewed, so no other
 // dispatcher takes the events; renewal stops with the batch.
 func TestDispatchRenewsLeasesOfSlowBatch(t *testing.T) {
-	w := newWorld(Config{Batch: 10, Lease: 150 * time.Millisecond, CallTimeout: time.Minute})
+	w := newWorld(Config{Batch: 10, Lease: 150 * time.Millisecond, StartTimeout: time.Minute})
 	e := w.addEvents(1)[0]
 	w.starter.block = make(chan struct{})
 	done := make(chan error)
@@ -348,7 +348,7 @@ func TestDispatchRenewsLeasesOfSlowBatch(t *testing.T) {
 
 // A failed renewal means the leases may lapse: the batch stops and says so.
 func TestDispatchLostLeaseStopsBatch(t *testing.T) {
-	w := newWorld(Config{Batch: 10, Lease: 60 * time.Millisecond, CallTimeout: time.Minute})
+	w := newWorld(Config{Batch: 10, Lease: 60 * time.Millisecond, StartTimeout: time.Minute})
 	w.addEvents(1)
 	w.starter.block = make(chan struct{}) // only the lost lease ends the wait
 	w.outbox.fail = func(op string) error {
@@ -424,7 +424,7 @@ func TestRunBacksOffBeforeClaiming(t *testing.T) {
 
 // On shutdown the dispatcher gives back the claims of its batch in flight.
 func TestRunGivesClaimsBackOnShutdown(t *testing.T) {
-	w := newWorld(Config{Batch: 10, Lease: time.Hour, CallTimeout: time.Hour})
+	w := newWorld(Config{Batch: 10, Lease: time.Hour, StartTimeout: time.Hour})
 	es := w.addEvents(3)
 	w.starter.block = make(chan struct{}) // never closed: the batch is stuck
 	ctx, cancel := context.WithCancel(context.Background())

@@ -23,11 +23,11 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem chan struct{}, hooks
 		if !w.Subscribes(e.Type) {
 			continue
 		}
-		call := func(ctx context.Context) error { return d.skip(ctx, w, e) }
+		call, timeout := func(ctx context.Context) error { return d.skip(ctx, w, e) }, d.cfg.CallTimeout
 		if w.Enabled {
-			call = func(ctx context.Context) error { return d.start(ctx, w, e) }
+			call, timeout = func(ctx context.Context) error { return d.start(ctx, w, e) }, d.cfg.StartTimeout
 		}
-		if err := d.limited(ctx, sem, call); err != nil {
+		if err := d.limited(ctx, sem, timeout, call); err != nil {
 			return err
 		}
 	}
