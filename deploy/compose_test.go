@@ -91,6 +91,22 @@ func TestComposeFurrowServices(t *testing.T) {
 	}
 }
 
+// TestComposeTemporalSetup: the setup job creates Furrow's namespace with
+// 30-day retention and registers the four search attributes in it.
+func TestComposeTemporalSetup(t *testing.T) {
+	p := loadCompose(t)
+	ns := *p.Services["serve"].Environment["FURROW_TEMPORAL_NAMESPACE"]
+	script := strings.Join(p.Services["temporal-setup"].Command, "\n")
+	if !strings.Contains(script, "namespace create -n "+ns+" --retention 720h") {
+		t.Errorf("temporal-setup does not create namespace %s with 30 days' retention:\n%s", ns, script)
+	}
+	for _, sa := range searchAttributes {
+		if !strings.Contains(script, sa) {
+			t.Errorf("temporal-setup does not register %s", sa)
+		}
+	}
+}
+
 // TestComposeTrustsOnlyTheProxy: serve believes X-Client-Cert-CN only from
 // the proxy's fixed address.
 func TestComposeTrustsOnlyTheProxy(t *testing.T) {

@@ -133,6 +133,7 @@ func TestHelmRender(t *testing.T) {
 			if len(c.pdbs) != 2 || len(c.hpas) != 1 || c.hpas[0].Spec.ScaleTargetRef.Name != c.deployments["serve"].Name {
 				t.Errorf("want PodDisruptionBudgets for serve and worker and an HPA for serve; got %d, %d", len(c.pdbs), len(c.hpas))
 			}
+			checkServices(t, c)
 			if want := file != ""; (len(c.monitors) == 1) != want {
 				t.Errorf("ServiceMonitors: %d, want one only when enabled", len(c.monitors))
 			}
@@ -323,5 +324,25 @@ func checkWorkerEgress(t *testing.T, c rendered) {
 		if !slices.Contains(except, private) {
 			t.Errorf("workers may reach %s", private)
 		}
+	}
+}
+
+// checkServices: the in-cluster Service reaches serve's API and metrics,
+// the devices' Service reaches the proxy sidecars' TLS port.
+func checkServices(t *testing.T, c rendered) {
+	t.Helper()
+	ports := map[string]string{} // service port name -> component selected
+	for _, s := range c.services {
+		for _, p := range s.Spec.Ports {
+			ports[s.Name+"/"+p.Name+"->"+p.TargetPort.String()] = s.Spec.Selector["app.kubernetes.io/component"]
+		}
+	}
+	for _, want := range []string{"furrow/http->http", "furrow/metrics->metrics", "furrow-devices/https->https", "furrow-worker/metrics->metrics"} {
+		if _, ok := ports[want]; !ok {
+			t.Errorf("no Service port %s (have %v)", want, ports)
+		}
+	}
+	if ports["furrow-devices/https->https"] != "serve" {
+		t.Errorf("the devices' Service does not select the serve pods with their proxy")
 	}
 }
