@@ -87,18 +87,26 @@ func (b *Bus) Dropped() uint64 { return b.dropped.Load() }
 // flow (on Redis, once the subscription is confirmed). When ctx ends first,
 // s is unsubscribed again and the context's error is returned.
 func (b *Bus) Subscribe(ctx context.Context, t Topic, s Sink) error {
-	topic := t.String()
-	b.subMu.Lock()
-	b.hub.add(topic, s)
-	ready := b.tr.watch(topic)
-	b.subMu.Unlock()
+	ready := b.Watch(t, s)
 	select {
 	case <-ready:
 		return nil
 	case <-ctx.Done():
 		b.Unsubscribe(t, s)
-		return fmt.Errorf("live: subscribe %s: %w", topic, ctx.Err())
+		return fmt.Errorf("live: subscribe %s: %w", t, ctx.Err())
 	}
+}
+
+// Watch makes s receive the messages of topic t and returns a channel
+// closed once they flow (on Redis, once the subscription is confirmed,
+// which after an outage is when Redis is back). The subscription stands
+// until Unsubscribe, confirmed or not.
+func (b *Bus) Watch(t Topic, s Sink) <-chan struct{} {
+	topic := t.String()
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	b.hub.add(topic, s)
+	return b.tr.watch(topic)
 }
 
 // Unsubscribe stops s receiving the messages of topic t. Unsubscribing

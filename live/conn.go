@@ -17,8 +17,14 @@ import (
 // small.
 const maxClientMessage = 4096
 
-// subscribeWait bounds waiting for a subscription to take effect.
-const subscribeWait = 10 * time.Second
+// subscribeWait bounds waiting for a subscription to take effect before
+// the client is told that the bus is unavailable; the subscription stands
+// and is confirmed once the bus is back.
+const subscribeWait = 3 * time.Second
+
+// busUnavailable is the reason of the error sent when a subscription is
+// not confirmed within subscribeWait.
+const busUnavailable = "The live bus is unavailable; the subscription stands and is confirmed with subscribed once the bus is back."
 
 // conn is one WebSocket client. Its writer goroutine is the only one that
 // writes, so replies and data leave in order; Send never blocks the hub.
@@ -29,8 +35,10 @@ type conn struct {
 	send   chan []byte
 	kill   chan closeReason // holds the first failure
 	failed atomic.Bool
-	// topics is owned by the reader goroutine until it ends.
-	topics map[Topic]struct{}
+	// topics is owned by the reader goroutine until it ends; pending holds
+	// the cancellation of the wait of each topic not yet confirmed.
+	topics  map[Topic]struct{}
+	pending map[Topic]context.CancelFunc
 	// recent holds the last data messages sent, so that a reading matching
 	// several of the connection's topics is sent once.
 	mu     sync.Mutex
@@ -68,7 +76,8 @@ func newConn(s *Server, ws *websocket.Conn, user uuid.UUID) *conn {
 		srv: s, ws: ws, user: user,
 		send:   make(chan []byte, s.d.SendBuffer),
 		kill:   make(chan closeReason, 1),
-		topics: make(map[Topic]struct{}),
+		topics:  make(map[Topic]struct{}),
+		pending: make(map[Topic]context.CancelFunc),
 	}
 }
 
@@ -143,6 +152,13 @@ func (c *conn) writeLoop(ctx context.Context) closeReason {
 	ping := time.NewTicker(c.srv.d.PingInterval)
 	defer ping.Stop()
 	for {
+		// A decision to close goes first, ahead of the queued messages, so
+		// that the close frame is the next thing the client can read.
+		select {
+		case why := <-c.kill:
+			return why
+		default:
+		}
 		select {
 		case msg := <-c.send:
 			wctx, cancel := context.WithTimeout(ctx, c.srv.d.WriteTimeout)
@@ -212,19 +228,37 @@ func (c *conn) subscribe(ctx context.Context, t Topic) {
 		c.replyError(t.String(), err)
 		return
 	}
-	sctx, cancel := context.WithTimeout(ctx, subscribeWait)
-	defer cancel()
-	if err := c.srv.d.Bus.Subscribe(sctx, t, c); err != nil {
-		c.replyError(t.String(), err)
-		return
-	}
+	ready := c.srv.d.Bus.Watch(t, c)
 	c.topics[t] = struct{}{}
-	c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
+	wait := time.NewTimer(subscribeWait)
+	defer wait.Stop()
+	select {
+	case <-ready:
+		c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
+		return
+	case <-ctx.Done():
+		return
+	case <-wait.C:
+	}
+	c.reply(serverMessage{Type: "error", Topic: t.String(), Error: furrow.EINTERNAL, Reason: busUnavailable})
+	pctx, cancel := context.WithCancel(ctx)
+	c.pending[t] = cancel
+	go func() {
+		select {
+		case <-ready:
+			c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
+		case <-pctx.Done():
+		}
+	}()
 }
 
 func (c *conn) unsubscribe(t Topic) {
 	if _, ok := c.topics[t]; ok {
 		delete(c.topics, t)
+		if cancel, ok := c.pending[t]; ok {
+			cancel()
+			delete(c.pending, t)
+		}
 		c.srv.d.Bus.Unsubscribe(t, c)
 	}
 	c.reply(serverMessage{Type: "unsubscribed", Topic: t.String()})

@@ -12,8 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// subscribeTimeout bounds writing one SUBSCRIBE or UNSUBSCRIBE.
-const subscribeTimeout = 5 * time.Second
+// subscribeTimeout bounds writing one SUBSCRIBE or UNSUBSCRIBE; it is
+// short because the bus's subscriptions wait for it.
+const subscribeTimeout = 2 * time.Second
 
 // NewRedisBus returns a Bus that publishes through Redis pub/sub, so that a
 // reading published on one process reaches sockets on every process sharing

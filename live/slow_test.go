@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -91,5 +92,52 @@ func TestMissedPongCloses(t *testing.T) {
 	defer cancel()
 	if _, _, err := reader.Read(ctx); websocket.CloseStatus(err) != -1 || ctx.Err() == nil {
 		t.Fatalf("reading client: %v", err)
+	}
+}
+
+// TestSlowClientThatReadsGets1008 checks that a client cut for letting its
+// send buffer fill, and still reading, gets the 1008 close frame with the
+// reason, ahead of the messages still queued for it.
+func TestSlowClientThatReadsGets1008(t *testing.T) {
+	bus := memoryBus(t)
+	w := newWorld(t, bus, live.Deps{SendBuffer: 8, WriteTimeout: time.Minute})
+	topic := live.FarmTopic(w.farmA)
+	fast := w.dial(t, w.aliceToken, topic)
+	tiny := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}}
+	slow := w.dialWith(t, &websocket.DialOptions{
+		HTTPClient: tiny,
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}},
+	}, topic)
+	// Far more than the socket buffers and the send buffer hold.
+	value := strings.Repeat("9", 1000)
+	dev := uuid.New()
+	for i := range 20000 {
+		v := fmt.Sprintf("%d-%s", i, value)
+		bus.Publish(reading(w.farmA, dev, 220, v))
+		if m := read(t, fast); m.Value != v {
+			t.Fatalf("fast client got %+v", m)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		_, _, err := slow.Read(ctx)
+		if err == nil {
+			continue
+		}
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || ce.Reason != "send buffer full: client too slow" {
+			t.Fatalf("slow client ended with %v, want the 1008 close frame with its reason", err)
+		}
+		break
+	}
+	if s := w.srv.Stats(); s.SlowClosed != 1 {
+		t.Fatalf("stats %+v, want one slow connection closed", s)
 	}
 }
