@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
 	ftemporal "github.com/furrowhq/furrow/temporal"
