@@ -128,50 +128,6 @@ func TestDeliveryEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("resetting a delivery workflow delivers again", func(t *testing.T) {
-		tc, err := client.Dial(client.Options{HostPort: e.temporal, Namespace: "default"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tc.Close()
-		rc.mu.Lock()
-		first := rc.got[0]
-		rc.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		id := "delivery/" + hook.ID + "/" + first.EventID
-		// The receiver answers before the workflow records the attempt.
-		if err := tc.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
-			t.Fatalf("delivery workflow: %v", err)
-		}
-		// The operator's "reset to the first workflow task" in the UI.
-		var firstTask int64
-		iter := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for iter.HasNext() && firstTask == 0 {
-			ev, err := iter.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
-				firstTask = ev.GetEventId()
-			}
-		}
-		_, err = tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
-			Namespace:                 "default",
-			WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id},
-			Reason:                    "operator replay",
-			WorkflowTaskFinishEventId: firstTask,
-			RequestId:                 uuid.NewString(),
-		})
-		if err != nil {
-			t.Fatalf("reset: %v", err)
-		}
-		d := rc.next(t, 10*time.Second)
-		if d.EventID != first.EventID || d.DeliveryID == first.DeliveryID || !d.Verified {
-			t.Fatalf("after reset got %+v, want %s again with a new delivery id", d, first.EventID)
-		}
-	})
-
 	t.Run("500 then 200 is retried with a new delivery id", func(t *testing.T) {
 		rc.setAnswer(func(_ string, nth int) int {
 			if nth == 1 {
@@ -195,6 +151,60 @@ func TestDeliveryEndToEnd(t *testing.T) {
 		})
 		if w := e.webhook(t, hook.ID); !w.Enabled || w.ConsecutiveFailures != 0 {
 			t.Fatalf("a delivered chain changed the webhook: %+v", w)
+		}
+	})
+
+	tc, err := client.Dial(client.Options{HostPort: e.temporal, Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	checkDisableReenableReset(t, e, tc, hook)
+}
+
+// checkDisableReenableReset checks, on a webhook that has delivered at
+// least one event, what operators and support do: reset a delivery
+// workflow to deliver again, the disable-after-5 rule with re-enabling by
+// the API and by the reenable signal, and finding deliveries by search
+// attributes.
+func checkDisableReenableReset(t *testing.T, e *devEnv, tc client.Client, hook webhookState) {
+	rc := e.rc
+	t.Run("resetting a delivery workflow delivers again", func(t *testing.T) {
+		rc.mu.Lock()
+		first := rc.got[0]
+		rc.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		id := "delivery/" + hook.ID + "/" + first.EventID
+		// The receiver answers before the workflow records the attempt.
+		if err := tc.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+			t.Fatalf("delivery workflow: %v", err)
+		}
+		// The operator's "reset to the first workflow task" in the UI.
+		var firstTask int64
+		iter := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() && firstTask == 0 {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				firstTask = ev.GetEventId()
+			}
+		}
+		_, err := tc.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+			Namespace:                 "default",
+			WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id},
+			Reason:                    "operator replay",
+			WorkflowTaskFinishEventId: firstTask,
+			RequestId:                 uuid.NewString(),
+		})
+		if err != nil {
+			t.Fatalf("reset: %v", err)
+		}
+		d := rc.next(t, 10*time.Second)
+		if d.EventID != first.EventID || d.DeliveryID == first.DeliveryID || !d.Verified {
+			t.Fatalf("after reset got %+v, want %s again with a new delivery id", d, first.EventID)
 		}
 	})
 
@@ -231,11 +241,6 @@ func TestDeliveryEndToEnd(t *testing.T) {
 
 	t.Run("support re-enables with the reenable signal", func(t *testing.T) {
 		e.failFiveChains(t, hook.ID)
-		tc, err := client.Dial(client.Options{HostPort: e.temporal, Namespace: "default"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tc.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := tc.SignalWorkflow(ctx, "webhook/"+hook.ID, "", "reenable", nil); err != nil {

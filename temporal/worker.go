@@ -1,6 +1,8 @@
 package temporal
 
 import (
+	"time"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -14,6 +16,12 @@ type WorkerOptions struct {
 	MaxConcurrentActivities      int
 	MaxConcurrentLocalActivities int
 	MaxConcurrentWorkflowTasks   int
+	// StopTimeout is how long Stop waits for running activities to finish
+	// before it abandons them to the server's timeouts and retries.
+	StopTimeout time.Duration
+	// LocalActivitiesOnly makes the worker run workflow tasks and local
+	// activities only, leaving regular activities to other workers.
+	LocalActivitiesOnly bool
 }
 
 // NewWorker returns a worker (not started) on workflows.TaskQueue running
@@ -23,6 +31,8 @@ func NewWorker(c client.Client, acts *activities.Activities, opts WorkerOptions)
 		MaxConcurrentActivityExecutionSize:      opts.MaxConcurrentActivities,
 		MaxConcurrentLocalActivityExecutionSize: opts.MaxConcurrentLocalActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  opts.MaxConcurrentWorkflowTasks,
+		WorkerStopTimeout:                       opts.StopTimeout,
+		LocalActivityWorkerOnly:                 opts.LocalActivitiesOnly,
 	})
 	Register(w, acts)
 	return w

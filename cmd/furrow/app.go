@@ -31,6 +31,10 @@ type server struct {
 	live       *live.Server
 	dispatcher *dispatch.Dispatcher
 	http       *http.Server
+	// stopWorker, when set, stops the worker beside the API after the
+	// HTTP server and before the store closes, so that its activities
+	// finish with the store open.
+	stopWorker func()
 }
 
 // newServer connects to PostgreSQL and Redis and assembles the API around
@@ -102,12 +106,15 @@ func (s *server) run(ctx context.Context) error {
 	g.Go(func() error { return s.dispatcher.Run(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 		defer cancel()
 		_ = s.live.Shutdown(sctx)
 		return s.http.Shutdown(sctx)
 	})
 	err = g.Wait()
+	if s.stopWorker != nil {
+		s.stopWorker()
+	}
 	s.close()
 	if errors.Is(err, context.Canceled) {
 		err = nil

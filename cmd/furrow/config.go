@@ -26,6 +26,7 @@ type Config struct {
 	DeviceStaleAfter    time.Duration
 	DeviceOfflineAfter  time.Duration
 	DeviceSweepEvery    time.Duration
+	ShutdownTimeout     time.Duration
 	DevDataDir          string
 	DevTemporalAddr     string
 	DevUIAddr           string
@@ -81,6 +82,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		{"FURROW_DEVICE_STALE_AFTER", "30m", &c.DeviceStaleAfter},
 		{"FURROW_DEVICE_OFFLINE_AFTER", "2h", &c.DeviceOfflineAfter},
 		{"FURROW_DEVICE_SWEEP_EVERY", "1m", &c.DeviceSweepEvery},
+		{"FURROW_SHUTDOWN_TIMEOUT", "30s", &c.ShutdownTimeout},
 	}
 	for _, d := range durations {
 		if *d.dst, err = parsePositive(or(getenv(d.name), d.def)); err != nil {

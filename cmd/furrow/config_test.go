@@ -27,6 +27,9 @@ func TestConfigDefaults(t *testing.T) {
 	if c.DeviceStaleAfter != 30*time.Minute || c.DeviceOfflineAfter != 2*time.Hour || c.DeviceSweepEvery != time.Minute {
 		t.Errorf("device thresholds wrong: %+v", c)
 	}
+	if c.ShutdownTimeout != 30*time.Second {
+		t.Errorf("shutdown timeout = %s, want 30s", c.ShutdownTimeout)
+	}
 	wantP := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 	if !slices.Equal(c.TrustedProxies, wantP) {
 		t.Errorf("proxies = %v", c.TrustedProxies)

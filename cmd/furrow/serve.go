@@ -26,8 +26,12 @@ func newControl(tc client.Client, schedule []time.Duration) *temporal.Control {
 	return c
 }
 
-// runServe runs the API and the dispatcher. Temporal is dialled lazily so
-// that readings are accepted, and kept in the outbox, while it is down.
+// runServe runs the API and the dispatcher, and a worker for delivery
+// workflow tasks and first attempts, so that the dispatcher's starts are
+// eager and the first attempt runs at once in this process (local
+// activity); retries and maintenance are left to `furrow worker`. Temporal
+// is dialled lazily so that readings are accepted, and kept in the outbox,
+// while it is down.
 func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
@@ -41,6 +45,12 @@ func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	build, err := workerBuilder(cfg, log, tc, s.db, true)
+	if err != nil {
+		s.close()
+		return err
+	}
+	s.stopWorker = temporal.StartRetrying(build, 30*time.Second, log).Stop
 	return s.run(ctx)
 }
 
@@ -95,6 +105,17 @@ func startWorker(ctx context.Context, cfg Config, tc client.Client, w worker.Wor
 
 // newWorker builds the worker with the guarded webhook HTTP client.
 func newWorker(cfg Config, log *slog.Logger, tc client.Client, db *store.DB) (worker.Worker, error) {
+	build, err := workerBuilder(cfg, log, tc, db, false)
+	if err != nil {
+		return nil, err
+	}
+	return build(), nil
+}
+
+// workerBuilder returns a function building workers with the guarded
+// webhook HTTP client; localOnly leaves regular activities (retries,
+// maintenance) to other workers.
+func workerBuilder(cfg Config, log *slog.Logger, tc client.Client, db *store.DB, localOnly bool) (func() worker.Worker, error) {
 	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile})
 	if err != nil {
 		return nil, fmt.Errorf("webhook HTTP client: %w", err)
@@ -103,7 +124,8 @@ func newWorker(cfg Config, log *slog.Logger, tc client.Client, db *store.DB) (wo
 		Webhooks: db, Events: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
 		Reporter: newControl(tc, cfg.RetrySchedule),
 	}
-	return temporal.NewWorker(tc, acts, temporal.WorkerOptions{}), nil
+	opts := temporal.WorkerOptions{StopTimeout: cfg.ShutdownTimeout, LocalActivitiesOnly: localOnly}
+	return func() worker.Worker { return temporal.NewWorker(tc, acts, opts) }, nil
 }
 
 // serveAll runs s and the worker w until ctx ends (furrow dev).
@@ -112,6 +134,6 @@ func serveAll(ctx context.Context, s *server, tc client.Client, w worker.Worker)
 		s.close()
 		return err
 	}
-	defer w.Stop()
+	s.stopWorker = w.Stop
 	return s.run(ctx)
 }

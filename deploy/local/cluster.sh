@@ -1,0 +1,384 @@
+#!/usr/bin/env bash
+# The production topology as local processes: a PostgreSQL-backed Temporal
+# server built from the official module, Redis, a migration run, 2 × furrow
+# serve and 2 × furrow worker, each on loopback with its own port.
+#
+#   deploy/local/cluster.sh build        only build the Temporal server and SQL tool (once)
+#   deploy/local/cluster.sh up           start everything; prints "name: address" lines
+#   deploy/local/cluster.sh down         stop exactly what up started, drop its databases
+#   deploy/local/cluster.sh status       show which processes run
+#   deploy/local/cluster.sh stop NAME [SIGNAL]   stop one process (TERM waits for its exit)
+#   deploy/local/cluster.sh start NAME   start one process again, on the same port
+#
+# NAME is serve-1, serve-2, worker-1, worker-2, temporal or redis. Every
+# FURROW_* variable of the environment of `up` reaches each Furrow process
+# (the topology's own addresses win). Knobs of the script itself:
+#   CLUSTER_DIR        run directory (pids, logs, config)     [.furrow/cluster]
+#   CLUSTER_CACHE      where the Temporal binaries are built  [~/.cache/furrow-cluster]
+#   CLUSTER_PGHOST / CLUSTER_PGPORT / CLUSTER_PGUSER / CLUSTER_PGPASSWORD
+#                      the PostgreSQL server for the scratch databases [127.0.0.1 5432 postgres ""]
+#   CLUSTER_FURROW_BIN a furrow binary to use instead of building one
+#   CLUSTER_SERVES / CLUSTER_WORKERS  how many of each             [2 / 2]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+RUN=${CLUSTER_DIR:-$ROOT/.furrow/cluster}
+CACHE=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/furrow-cluster}
+PGHOST_=${CLUSTER_PGHOST:-127.0.0.1}
+PGPORT_=${CLUSTER_PGPORT:-5432}
+PGUSER_=${CLUSTER_PGUSER:-postgres}
+PGPASSWORD_=${CLUSTER_PGPASSWORD:-}
+STATE=$RUN/state
+export PATH="/usr/local/go/bin:$PATH"
+
+say() { echo "cluster: $*" >&2; }
+die() {
+  say "$*"
+  exit 1
+}
+
+# free_port prints a loopback port nobody listens on and no earlier call
+# handed out.
+TAKEN=" "
+free_port() {
+  local p
+  while :; do
+    # Temporal keeps membership ports in a smallint column: stay below 32768.
+    p=$((20000 + RANDOM % 12000))
+    [[ $TAKEN == *" $p "* ]] && continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      TAKEN+="$p "
+      echo "$p"
+      return
+    fi
+  done
+}
+
+sql_tool() { "$TBIN/temporal-sql-tool" --plugin postgres12 --ep "$PGHOST_" -p "$PGPORT_" -u "$PGUSER_" --pw "$PGPASSWORD_" "$@"; }
+
+# temporal_bins builds the official server and SQL tool at the version in
+# go.mod into the cache, once.
+temporal_bins() {
+  local version
+  version=$(cd "$ROOT" && go list -m -f '{{.Version}}' go.temporal.io/server)
+  TBIN=$CACHE/temporal-$version
+  if [[ -x $TBIN/temporal-server && -x $TBIN/temporal-sql-tool ]]; then
+    return
+  fi
+  say "building the Temporal server $version and its SQL tool into $TBIN (once; takes minutes)"
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && GOFLAGS=-buildvcs=false GOBIN="$tmp" go install \
+    "go.temporal.io/server/cmd/server@$version" "go.temporal.io/server/cmd/tools/sql@$version") ||
+    die "building the Temporal server failed"
+  mkdir -p "$TBIN"
+  mv "$tmp/server" "$TBIN/temporal-server"
+  mv "$tmp/sql" "$TBIN/temporal-sql-tool"
+  rm -rf "$tmp"
+}
+
+furrow_bins() {
+  mkdir -p "$RUN/bin"
+  if [[ -n ${CLUSTER_FURROW_BIN:-} ]]; then
+    ln -sf "$CLUSTER_FURROW_BIN" "$RUN/bin/furrow"
+  else
+    say "building furrow (production build)"
+    (cd "$ROOT" && go build -tags nodev -o "$RUN/bin/furrow" ./cmd/furrow)
+  fi
+  (cd "$ROOT" && go build -o "$RUN/bin/temporalsetup" ./deploy/local/temporalsetup)
+}
+
+# write_temporal_config writes the server's static configuration: both
+# stores on PostgreSQL, every service on its own loopback port.
+write_temporal_config() {
+  cat >"$RUN/temporal.yaml" <<EOF
+log:
+  stdout: true
+  level: warn
+persistence:
+  defaultStore: default
+  visibilityStore: visibility
+  numHistoryShards: 4
+  datastores:
+    default:
+      sql:
+        pluginName: postgres12
+        databaseName: $TEMPORAL_DB
+        connectAddr: "$PGHOST_:$PGPORT_"
+        connectProtocol: tcp
+        user: "$PGUSER_"
+        password: "$PGPASSWORD_"
+        maxConns: 20
+        maxIdleConns: 20
+        maxConnLifetime: 1h
+    visibility:
+      sql:
+        pluginName: postgres12
+        databaseName: $VISIBILITY_DB
+        connectAddr: "$PGHOST_:$PGPORT_"
+        connectProtocol: tcp
+        user: "$PGUSER_"
+        password: "$PGPASSWORD_"
+        maxConns: 10
+        maxIdleConns: 10
+        maxConnLifetime: 1h
+global:
+  membership:
+    maxJoinDuration: 30s
+    broadcastAddress: 127.0.0.1
+  pprof:
+    port: $TEMPORAL_PPROF_PORT
+services:
+  frontend:
+    rpc: {grpcPort: $TEMPORAL_PORT, membershipPort: $(free_port), httpPort: $(free_port), bindOnLocalHost: true}
+  history:
+    rpc: {grpcPort: $(free_port), membershipPort: $(free_port), bindOnLocalHost: true}
+  matching:
+    rpc: {grpcPort: $(free_port), membershipPort: $(free_port), bindOnLocalHost: true}
+  worker:
+    rpc: {grpcPort: $(free_port), membershipPort: $(free_port), bindOnLocalHost: true}
+clusterMetadata:
+  enableGlobalNamespace: false
+  failoverVersionIncrement: 10
+  masterClusterName: active
+  currentClusterName: active
+  clusterInformation:
+    active:
+      enabled: true
+      initialFailoverVersion: 1
+      rpcName: frontend
+      rpcAddress: 127.0.0.1:$TEMPORAL_PORT
+dcRedirectionPolicy:
+  policy: noop
+dynamicConfigClient:
+  filepath: $ROOT/deploy/local/dynamicconfig.yaml
+  pollInterval: 10s
+EOF
+}
+
+# databases creates the scratch databases and applies Temporal's schemas
+# with its own tool.
+databases() {
+  local db
+  for db in "$TEMPORAL_DB" "$VISIBILITY_DB" "$FURROW_DB"; do
+    sql_tool --db "$db" create-database >>"$RUN/logs/schema.log" 2>&1 || die "cannot create database $db (see $RUN/logs/schema.log)"
+  done
+  sql_tool --db "$TEMPORAL_DB" setup-schema -v 0.0 >>"$RUN/logs/schema.log" 2>&1 &&
+    sql_tool --db "$TEMPORAL_DB" update-schema --schema-name postgresql/v12/temporal >>"$RUN/logs/schema.log" 2>&1 &&
+    sql_tool --db "$VISIBILITY_DB" setup-schema -v 0.0 >>"$RUN/logs/schema.log" 2>&1 &&
+    sql_tool --db "$VISIBILITY_DB" update-schema --schema-name postgresql/v12/visibility >>"$RUN/logs/schema.log" 2>&1 ||
+    die "applying the Temporal schemas failed (see $RUN/logs/schema.log)"
+}
+
+# launch NAME CMD... starts a process in its own session with its output in
+# logs/NAME.log and its pid in NAME.pid.
+launch() {
+  local name=$1
+  shift
+  setsid "$@" >>"$RUN/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$RUN/$name.pid"
+}
+
+# start_process NAME starts one named process of the topology.
+start_process() {
+  local name=$1 port
+  # shellcheck disable=SC1091
+  source "$STATE"
+  if running "$name"; then
+    die "$name is already running"
+  fi
+  case $name in
+  redis)
+    launch redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no
+    ;;
+  temporal)
+    launch temporal "$TBIN/temporal-server" --config-file "$RUN/temporal.yaml" --allow-no-auth start
+    ;;
+  serve-* | worker-*)
+    port=${name//-/_}_PORT
+    port=${!port}
+    local mport=${name//-/_}_METRICS_PORT
+    mport=${!mport}
+    (
+      # shellcheck disable=SC1091
+      source "$RUN/furrow.env"
+      export FURROW_DATABASE_URL=$FURROW_URL FURROW_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" \
+        FURROW_TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT" FURROW_HTTP_ADDR="127.0.0.1:$port"
+      if [[ ${FURROW_METRICS_ADDR:-} != off ]]; then
+        export FURROW_METRICS_ADDR="127.0.0.1:$mport"
+      fi
+      launch "$name" "$RUN/bin/furrow" "${name%-*}"
+    )
+    ;;
+  *) die "unknown process $name" ;;
+  esac
+  wait_ready "$name"
+}
+
+# wait_ready NAME waits until the process answers, or fails showing its log.
+wait_ready() {
+  local name=$1 i
+  for i in $(seq 1 240); do
+    running "$name" || break
+    case $name in
+    redis) redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && return ;;
+    temporal) (exec 3<>"/dev/tcp/127.0.0.1/$TEMPORAL_PORT") 2>/dev/null && return ;;
+    serve-*)
+      local port=${name//-/_}_PORT
+      curl -fsS "http://127.0.0.1:${!port}/readyz" >/dev/null 2>&1 && return
+      ;;
+    worker-*) grep -q "worker started" "$RUN/logs/$name.log" 2>/dev/null && return ;;
+    esac
+    sleep 0.5
+  done
+  tail -n 30 "$RUN/logs/$name.log" >&2 || true
+  die "$name did not become ready"
+}
+
+# running NAME says whether the process NAME started is still alive.
+running() {
+  local pid
+  pid=$(cat "$RUN/$1.pid" 2>/dev/null) || return 1
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null
+}
+
+# stop_process NAME [SIGNAL] signals the process (TERM by default) and, for
+# TERM and INT, waits for its exit, killing it after a minute.
+stop_process() {
+  local name=$1 sig=${2:-TERM} pid i
+  pid=$(cat "$RUN/$name.pid" 2>/dev/null) || return 0
+  if running "$name"; then
+    kill -s "$sig" "$pid" 2>/dev/null || true
+    if [[ $sig == TERM || $sig == INT || $sig == KILL ]]; then
+      for i in $(seq 1 120); do
+        running "$name" || break
+        sleep 0.5
+      done
+      if running "$name"; then
+        say "$name did not stop within a minute; killing it"
+        kill -s KILL "$pid" 2>/dev/null || true
+      fi
+    fi
+  fi
+  if [[ $sig == TERM || $sig == INT || $sig == KILL ]]; then
+    rm -f "$RUN/$name.pid"
+  fi
+}
+
+names() {
+  # shellcheck disable=SC1091
+  source "$STATE"
+  local i
+  echo redis temporal
+  for i in $(seq 1 "$WORKERS"); do echo "worker-$i"; done
+  for i in $(seq 1 "$SERVES"); do echo "serve-$i"; done
+}
+
+print_addresses() {
+  # shellcheck disable=SC1091
+  source "$STATE"
+  local i p
+  for i in $(seq 1 "$SERVES"); do
+    p=serve_${i}_PORT
+    echo "serve-$i: http://127.0.0.1:${!p}"
+  done
+  for i in $(seq 1 "$WORKERS"); do
+    p=worker_${i}_METRICS_PORT
+    echo "worker-$i: http://127.0.0.1:${!p}"
+  done
+  echo "temporal: 127.0.0.1:$TEMPORAL_PORT"
+  echo "redis: redis://127.0.0.1:$REDIS_PORT/0"
+  echo "database: $FURROW_URL"
+}
+
+up() {
+  [[ -f $STATE ]] && die "already up (state in $RUN); run down first"
+  mkdir -p "$RUN/logs"
+  rm -f "$RUN"/logs/*.log
+  temporal_bins
+  furrow_bins
+  local id i
+  id=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+  TEMPORAL_DB=cluster_${id}_temporal VISIBILITY_DB=cluster_${id}_visibility FURROW_DB=cluster_${id}_furrow
+  TEMPORAL_PORT=$(free_port) TEMPORAL_PPROF_PORT=$(free_port) REDIS_PORT=$(free_port)
+  SERVES=${CLUSTER_SERVES:-2} WORKERS=${CLUSTER_WORKERS:-2}
+  local pgauth=$PGUSER_
+  [[ -n $PGPASSWORD_ ]] && pgauth+=":$PGPASSWORD_"
+  {
+    echo "TBIN=$TBIN"
+    echo "TEMPORAL_DB=$TEMPORAL_DB VISIBILITY_DB=$VISIBILITY_DB FURROW_DB=$FURROW_DB"
+    echo "FURROW_URL='postgres://$pgauth@$PGHOST_:$PGPORT_/$FURROW_DB?sslmode=disable'"
+    echo "TEMPORAL_PORT=$TEMPORAL_PORT TEMPORAL_PPROF_PORT=$TEMPORAL_PPROF_PORT REDIS_PORT=$REDIS_PORT"
+    echo "SERVES=$SERVES WORKERS=$WORKERS"
+    for i in $(seq 1 "$SERVES"); do echo "serve_${i}_PORT=$(free_port) serve_${i}_METRICS_PORT=$(free_port)"; done
+    for i in $(seq 1 "$WORKERS"); do echo "worker_${i}_PORT=$(free_port) worker_${i}_METRICS_PORT=$(free_port)"; done
+  } >"$STATE"
+  export -p | grep '^declare -x FURROW_' | sed 's/^declare -x /export /' >"$RUN/furrow.env" || true
+  trap 'say "up failed; stopping what started"; down >&2' EXIT
+  databases
+  write_temporal_config
+  say "migrating $FURROW_DB"
+  # shellcheck disable=SC1091
+  source "$STATE"
+  FURROW_DATABASE_URL=$FURROW_URL "$RUN/bin/furrow" migrate >>"$RUN/logs/migrate.log" 2>&1 ||
+    die "furrow migrate failed (see $RUN/logs/migrate.log)"
+  for i in redis temporal; do
+    say "starting $i"
+    start_process "$i"
+  done
+  say "registering namespace default (30-day retention) and the Furrow search attributes"
+  "$RUN/bin/temporalsetup" -address "127.0.0.1:$TEMPORAL_PORT" -namespace "${FURROW_TEMPORAL_NAMESPACE:-default}" \
+    -retention 720h >>"$RUN/logs/temporalsetup.log" 2>&1 || die "Temporal setup failed (see $RUN/logs/temporalsetup.log)"
+  for i in $(names | grep -v 'redis\|temporal'); do
+    say "starting $i"
+    start_process "$i"
+  done
+  trap - EXIT
+  print_addresses
+}
+
+down() {
+  if [[ ! -f $STATE ]]; then
+    say "nothing to stop (no state in $RUN)"
+    return 0
+  fi
+  local name
+  for name in $(names | tac); do
+    stop_process "$name" TERM
+  done
+  # shellcheck disable=SC1091
+  source "$STATE"
+  local db
+  for db in "$FURROW_DB" "$TEMPORAL_DB" "$VISIBILITY_DB"; do
+    [[ -x $TBIN/temporal-sql-tool ]] && sql_tool --db "$db" drop-database --force >>"$RUN/logs/schema.log" 2>&1 || true
+  done
+  rm -f "$STATE" "$RUN/furrow.env"
+  say "stopped"
+}
+
+status() {
+  [[ -f $STATE ]] || die "not up"
+  local name
+  for name in $(names); do
+    if running "$name"; then echo "$name: running (pid $(cat "$RUN/$name.pid"))"; else echo "$name: stopped"; fi
+  done
+}
+
+case ${1:-} in
+build) temporal_bins ;;
+up) up ;;
+down) down ;;
+status) status ;;
+start)
+  [[ -f $STATE ]] || die "not up"
+  start_process "${2:?usage: cluster.sh start NAME}"
+  ;;
+stop)
+  [[ -f $STATE ]] || die "not up"
+  stop_process "${2:?usage: cluster.sh stop NAME [SIGNAL]}" "${3:-TERM}"
+  ;;
+*)
+  echo "usage: $0 build|up|down|status|start NAME|stop NAME [SIGNAL]" >&2
+  exit 2
+  ;;
+esac

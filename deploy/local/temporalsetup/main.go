@@ -1,0 +1,140 @@
+// Command temporalsetup prepares a Temporal cluster for Furrow the way an
+// operator would, through the cluster's public API: it registers the
+// namespace with its retention and adds Furrow's search attributes. It is
+// what `temporal operator namespace create` and `temporal operator
+// search-attribute create` do, without needing the CLI. Running it again
+// changes nothing.
+//
+//	temporalsetup -address 127.0.0.1:7233 -namespace default -retention 720h
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/furrowhq/furrow/workflows"
+)
+
+func main() {
+	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend host:port")
+	namespace := flag.String("namespace", "default", "namespace to register")
+	retention := flag.Duration("retention", 30*24*time.Hour, "how long closed workflows are kept")
+	wait := flag.Duration("wait", 2*time.Minute, "how long to wait for the frontend to answer")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), *wait)
+	defer cancel()
+	if err := setup(ctx, *address, *namespace, *retention); err != nil {
+		fmt.Fprintln(os.Stderr, "temporalsetup:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("namespace %s ready: retention %s, search attributes %v\n", *namespace, *retention, workflows.SearchAttributeNames)
+}
+
+// setup registers the namespace and the search attributes, retrying while
+// the frontend is still starting, until ctx ends.
+func setup(ctx context.Context, address, namespace string, retention time.Duration) error {
+	quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	opts := client.Options{HostPort: address, Namespace: namespace, Logger: quiet}
+	steps := []struct {
+		what string
+		do   func(context.Context, client.Client) error
+	}{
+		{"register namespace", func(ctx context.Context, c client.Client) error { return register(ctx, c, namespace, retention) }},
+		{"add search attributes", func(ctx context.Context, c client.Client) error { return addSearchAttributes(ctx, c, namespace) }},
+	}
+	var c client.Client
+	for _, s := range steps {
+		err := retry(ctx, func() error {
+			if c == nil {
+				var err error
+				if c, err = client.DialContext(ctx, opts); err != nil {
+					return err
+				}
+			}
+			return s.do(ctx, c)
+		})
+		if err != nil {
+			return fmt.Errorf("%s at %s: %w", s.what, address, err)
+		}
+	}
+	c.Close()
+	return nil
+}
+
+// register creates the namespace, or sets the retention of an existing one.
+func register(ctx context.Context, c client.Client, namespace string, retention time.Duration) error {
+	ws := c.WorkflowService()
+	_, err := ws.RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace:                        namespace,
+		WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+	})
+	var exists *serviceerror.NamespaceAlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return err
+	}
+	d, err := ws.DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
+	if err != nil {
+		return err // the new namespace is not visible yet
+	}
+	if d.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() == retention {
+		return nil
+	}
+	cfg := d.GetConfig()
+	cfg.WorkflowExecutionRetentionTtl = durationpb.New(retention)
+	_, err = ws.UpdateNamespace(ctx, &workflowservice.UpdateNamespaceRequest{Namespace: namespace, Config: cfg})
+	return err
+}
+
+// addSearchAttributes adds the keyword attributes Furrow's delivery
+// workflows carry, leaving those already there alone.
+func addSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	ops := c.OperatorService()
+	have, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return err
+	}
+	want := map[string]enumspb.IndexedValueType{}
+	for _, n := range workflows.SearchAttributeNames {
+		if _, ok := have.GetCustomAttributes()[n]; !ok {
+			want[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	_, err = ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: want})
+	var exists *serviceerror.AlreadyExists
+	if errors.As(err, &exists) {
+		return nil
+	}
+	return err
+}
+
+// retry calls f every second until it succeeds or ctx ends, and returns
+// the last error then.
+func retry(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
