@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,7 +155,8 @@ type poster struct {
 	accepted []string    // values answered 201
 	statuses map[int]int // answers by status
 	failures []error     // requests that got no answer from any serve
-	broken   []error     // requests cut on an open connection (reset, EOF), retried
+	broken   []error     // requests cut on a reused keep-alive connection, retried
+	fresh    []error     // requests cut on a new connection, retried
 }
 
 var posterPrefix atomic.Int64
@@ -177,7 +179,10 @@ func (p *poster) post() int {
 	var lastErr error
 	for i := range 2 * len(p.urls) {
 		url := p.urls[(int(n)+i)%len(p.urls)]
-		req, _ := http.NewRequest("POST", url+"/api/metric-values", strings.NewReader(body))
+		var reused atomic.Bool
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused.Store(i.Reused) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+			"POST", url+"/api/metric-values", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+cred.key)
 		req.Header.Set("Content-Type", "application/json")
 		// The same key on a retry stores nothing twice; it also lets the
@@ -188,7 +193,11 @@ func (p *poster) post() int {
 			lastErr = err
 			if !errors.Is(err, syscall.ECONNREFUSED) {
 				p.mu.Lock()
-				p.broken = append(p.broken, err)
+				if reused.Load() {
+					p.broken = append(p.broken, err)
+				} else {
+					p.fresh = append(p.fresh, err)
+				}
 				p.mu.Unlock()
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -239,9 +248,10 @@ func (p *poster) summary() ([]string, map[int]int, []error) {
 	return append([]string(nil), p.accepted...), st, append([]error(nil), p.failures...)
 }
 
-// brokenConnections returns the requests cut on an open connection.
-func (p *poster) brokenConnections() []error {
+// cutConnections returns the requests cut on a reused keep-alive
+// connection, and those cut on a new one.
+func (p *poster) cutConnections() (reused, fresh []error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]error(nil), p.broken...)
+	return append([]error(nil), p.broken...), append([]error(nil), p.fresh...)
 }

@@ -173,7 +173,7 @@ func checkDisableReenableReset(t *testing.T, e *devEnv, tc client.Client, hook w
 		rc.mu.Lock()
 		first := rc.got[0]
 		rc.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		id := "delivery/" + hook.ID + "/" + first.EventID
 		// The receiver answers before the workflow records the attempt.
@@ -202,7 +202,7 @@ func checkDisableReenableReset(t *testing.T, e *devEnv, tc client.Client, hook w
 		if err != nil {
 			t.Fatalf("reset: %v", err)
 		}
-		d := rc.next(t, 10*time.Second)
+		d := rc.next(t, 30*time.Second)
 		if d.EventID != first.EventID || d.DeliveryID == first.DeliveryID || !d.Verified {
 			t.Fatalf("after reset got %+v, want %s again with a new delivery id", d, first.EventID)
 		}
@@ -220,7 +220,7 @@ func checkDisableReenableReset(t *testing.T, e *devEnv, tc client.Client, hook w
 		}
 		rc.setAnswer(func(string, int) int { return 204 })
 		e.postReading(t, 3)
-		if d := rc.next(t, 10*time.Second); d.Status != 204 {
+		if d := rc.next(t, 30*time.Second); d.Status != 204 {
 			t.Fatalf("after re-enabling: %+v", d)
 		}
 		r = do(t, nil, "POST", e.f.URL+"/api/farms/"+e.fx.FarmID+"/webhooks/"+hook.ID+"/redeliver", map[string]any{"since_ms": since}, bearer(e.fx.Token)...)
@@ -232,7 +232,7 @@ func checkDisableReenableReset(t *testing.T, e *devEnv, tc client.Client, hook w
 		}
 		got := map[string]bool{}
 		for i := 0; i < n.Count; i++ {
-			got[rc.next(t, 10*time.Second).EventID] = true
+			got[rc.next(t, 30*time.Second).EventID] = true
 		}
 		if !got[skipped] || len(got) != 7 {
 			t.Fatalf("redelivery reached %v, want 7 events including the skipped %s", got, skipped)
@@ -241,17 +241,17 @@ func checkDisableReenableReset(t *testing.T, e *devEnv, tc client.Client, hook w
 
 	t.Run("support re-enables with the reenable signal", func(t *testing.T) {
 		e.failFiveChains(t, hook.ID)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := tc.SignalWorkflow(ctx, "webhook/"+hook.ID, "", "reenable", nil); err != nil {
 			t.Fatalf("signal: %v", err)
 		}
-		waitFor(t, 10*time.Second, func() bool {
+		waitFor(t, 30*time.Second, func() bool {
 			w := e.webhook(t, hook.ID)
 			return w.Enabled && w.ConsecutiveFailures == 0
 		})
 		// Deliveries are findable by the Furrow search attributes.
-		waitFor(t, 10*time.Second, func() bool {
+		waitFor(t, 30*time.Second, func() bool {
 			resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 				Namespace: "default",
 				Query:     fmt.Sprintf("FurrowWebhookId = '%s' AND FurrowEventType = 'metric.value' AND FurrowFarmId = '%s'", hook.ID, e.fx.FarmID),
@@ -273,11 +273,11 @@ func (e *devEnv) failFiveChains(t *testing.T, hookID string) (skippedEvent strin
 	e.rc.setAnswer(func(string, int) int { return 400 })
 	for i := 0; i < 5; i++ {
 		e.postReading(t, 400+i)
-		if d := e.rc.next(t, 10*time.Second); d.Status != 400 {
+		if d := e.rc.next(t, 30*time.Second); d.Status != 400 {
 			t.Fatalf("chain %d: %+v", i+1, d)
 		}
 	}
-	waitFor(t, 10*time.Second, func() bool {
+	waitFor(t, 30*time.Second, func() bool {
 		w := e.webhook(t, hookID)
 		return !w.Enabled && w.ConsecutiveFailures == 5
 	})

@@ -31,8 +31,9 @@ type server struct {
 	live       *live.Server
 	dispatcher *dispatch.Dispatcher
 	http       *http.Server
-	// stopWorker, when set, stops the worker beside the API after the
-	// HTTP server and before the store closes, so that its activities
+	drain      *drain
+	// stopWorker, when set, stops the worker beside the API during the
+	// HTTP drain and before the store closes, so that its activities
 	// finish with the store open.
 	stopWorker func()
 }
@@ -44,7 +45,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Clie
 	if err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, db: db}
+	s := &server{cfg: cfg, log: log, db: db, drain: &drain{ready: db}}
 	var limiter furrow.RateLimiter
 	if cfg.RedisURL != "" {
 		if s.redis, err = newRedisClient(cfg.RedisURL, cfg.Bounds); err != nil {
@@ -76,20 +77,22 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Clie
 	}, api.Deps{
 		Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db,
 		Limiter: limiter, Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
-		Ready: db, Clock: furrow.SystemClock{}, Logger: log,
+		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log,
 		Live: s.live, LivePage: live.PageHandler(),
 	})
 	b := cfg.Bounds
 	s.http = &http.Server{
-		Addr: cfg.HTTPAddr, Handler: handler,
+		Addr: cfg.HTTPAddr, Handler: s.drain.wrap(handler),
 		ReadHeaderTimeout: b.ReadHeader, ReadTimeout: b.Read, WriteTimeout: b.Write, IdleTimeout: b.Idle,
 	}
 	return s, nil
 }
 
 // run serves HTTP and dispatches until ctx ends, then shuts down in order:
-// stop accepting requests, close live sockets, stop the dispatcher, close
-// the store (which flushes pending readings).
+// drain (readiness off, `Connection: close`), then
+// within FURROW_SHUTDOWN_TIMEOUT finish requests and the worker's
+// activities, close live sockets, stop the dispatcher, and close the store
+// (which flushes pending readings).
 func (s *server) run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
@@ -106,15 +109,24 @@ func (s *server) run(ctx context.Context) error {
 	g.Go(func() error { return s.dispatcher.Run(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
+		s.drain.on.Store(true)
+		time.Sleep(drainGrace(s.cfg.ShutdownTimeout))
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 		defer cancel()
+		// The worker finishes its activities while requests finish.
+		stopped := make(chan struct{})
+		go func() {
+			if s.stopWorker != nil {
+				s.stopWorker()
+			}
+			close(stopped)
+		}()
 		_ = s.live.Shutdown(sctx)
-		return s.http.Shutdown(sctx)
+		err := s.http.Shutdown(sctx)
+		<-stopped
+		return err
 	})
 	err = g.Wait()
-	if s.stopWorker != nil {
-		s.stopWorker()
-	}
 	s.close()
 	if errors.Is(err, context.Canceled) {
 		err = nil
