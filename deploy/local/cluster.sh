@@ -283,7 +283,7 @@ print_addresses() {
     echo "serve-$i: http://127.0.0.1:${!p}"
   done
   for i in $(seq 1 "$WORKERS"); do
-    p=worker_${i}_METRICS_PORT
+    p=worker_${i}_PORT
     echo "worker-$i: http://127.0.0.1:${!p}"
   done
   echo "temporal: 127.0.0.1:$TEMPORAL_PORT"
