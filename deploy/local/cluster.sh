@@ -85,7 +85,7 @@ furrow_bins() {
     say "building furrow (production build)"
     (cd "$ROOT" && go build -tags nodev -o "$RUN/bin/furrow" ./cmd/furrow)
   fi
-  (cd "$ROOT" && go build -o "$RUN/bin/temporalsetup" ./deploy/local/temporalsetup)
+  (cd "$ROOT" && go build -o "$RUN/bin/temporalsetup" ./internal/temporalsetup)
 }
 
 # write_temporal_config writes the server's static configuration: both
