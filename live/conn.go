@@ -74,8 +74,8 @@ func newConn(s *Server, ws *websocket.Conn, user uuid.UUID) *conn {
 	ws.SetReadLimit(maxClientMessage)
 	return &conn{
 		srv: s, ws: ws, user: user,
-		send:   make(chan []byte, s.d.SendBuffer),
-		kill:   make(chan closeReason, 1),
+		send:    make(chan []byte, s.d.SendBuffer),
+		kill:    make(chan closeReason, 1),
 		topics:  make(map[Topic]struct{}),
 		pending: make(map[Topic]context.CancelFunc),
 	}
