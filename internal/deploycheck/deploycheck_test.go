@@ -1,5 +1,5 @@
 // Package deploycheck runs the checks of the deploy kit, which live in their
-// own Go module (deploy/go.mod) to keep Helm, Kubernetes and Compose
+// own Go module (deploy/check/go.mod) to keep Helm, Kubernetes and Compose
 // libraries out of the service's dependency graph. Running them from here
 // makes the README's one `go test ./...` cover them.
 package deploycheck
@@ -26,10 +26,10 @@ func TestDeployModule(t *testing.T) {
 		gobin = "go"
 	}
 	cmd := exec.CommandContext(ctx, gobin, "test", "./...")
-	cmd.Dir = "../../deploy"
+	cmd.Dir = "../../deploy/check"
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go test ./... in deploy/ failed: %v\n%s", err, out)
+		t.Fatalf("go test ./... in deploy/check failed: %v\n%s", err, out)
 	}
-	t.Logf("deploy/: go test ./...\n%s", out)
+	t.Logf("deploy/check: go test ./...\n%s", out)
 }

@@ -1,4 +1,4 @@
-package deploy
+package check
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
-const composeFile = "compose/compose.yaml"
+const composeFile = "../compose/compose.yaml"
 
 // pinnedImage is name:tag with a version in the tag (a digest is also fine).
 var pinnedImage = regexp.MustCompile(`^[a-z0-9./_-]+(:[^:@]*[0-9][^:@]*|@sha256:[0-9a-f]{64})$`)

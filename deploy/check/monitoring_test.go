@@ -1,4 +1,4 @@
-package deploy
+package check
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 // is mounted in a compose service, "" if it is not.
 func observabilityDir(t *testing.T, service string) string {
 	t.Helper()
-	want, _ := filepath.Abs("observability")
+	want, _ := filepath.Abs("../observability")
 	for _, v := range loadCompose(t).Services[service].Volumes {
 		if v.Source == want {
 			return v.Target
@@ -53,7 +53,7 @@ func TestComposePrometheus(t *testing.T) {
 			} `json:"static_configs"`
 		} `json:"scrape_configs"`
 	}
-	readYAML(t, "compose/prometheus.yml", &cfg)
+	readYAML(t, "../compose/prometheus.yml", &cfg)
 	scraped := map[string]bool{}
 	for _, sc := range cfg.ScrapeConfigs {
 		for _, d := range sc.DNSSDConfigs {
@@ -96,7 +96,7 @@ func TestComposeGrafana(t *testing.T) {
 		APIVersion int                 `json:"apiVersion"`
 		Providers  []dashboardProvider `json:"providers"`
 	}
-	readYAML(t, "compose/grafana/provisioning/dashboards/furrow.yaml", &dashboards)
+	readYAML(t, "../compose/grafana/provisioning/dashboards/furrow.yaml", &dashboards)
 	dir := observabilityDir(t, "grafana")
 	if dir == "" || !slices.ContainsFunc(dashboards.Providers, func(p dashboardProvider) bool {
 		return p.Type == "file" && p.Options["path"] == dir
@@ -110,7 +110,7 @@ func TestComposeGrafana(t *testing.T) {
 			IsDefault                    bool `json:"isDefault"`
 		} `json:"datasources"`
 	}
-	readYAML(t, "compose/grafana/provisioning/datasources/prometheus.yaml", &sources)
+	readYAML(t, "../compose/grafana/provisioning/datasources/prometheus.yaml", &sources)
 	if len(sources.Datasources) != 1 || sources.Datasources[0].Type != "prometheus" || sources.Datasources[0].URL != "http://prometheus:9090" {
 		t.Fatalf("Grafana's datasource is not the compose Prometheus: %+v", sources.Datasources)
 	}

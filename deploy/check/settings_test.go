@@ -1,4 +1,4 @@
-package deploy
+package check
 
 import (
 	"go/ast"
@@ -19,7 +19,7 @@ var settingName = regexp.MustCompile(`^FURROW_[A-Z0-9_]+$`)
 // (loadConfig passes each to getenv as such a literal).
 func furrowSettings(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob("../cmd/furrow/*.go")
+	files, err := filepath.Glob("../../cmd/furrow/*.go")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no sources of cmd/furrow found (%v)", err)
 	}

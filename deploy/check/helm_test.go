@@ -1,4 +1,4 @@
-package deploy
+package check
 
 import (
 	"io"
@@ -26,8 +26,8 @@ import (
 )
 
 const (
-	chartDir      = "helm/furrow"
-	exampleValues = "helm/furrow/ci/example-values.yaml"
+	chartDir      = "../helm/furrow"
+	exampleValues = "../helm/furrow/ci/example-values.yaml"
 )
 
 // Helm's loader logs through the standard logger that the chart's proxy
@@ -269,7 +269,7 @@ func checkJobs(t *testing.T, c rendered) {
 // and serve trusts it alone, on loopback.
 func checkProxy(t *testing.T, c rendered) {
 	t.Helper()
-	want, err := os.ReadFile("proxy/haproxy.cfg")
+	want, err := os.ReadFile("../proxy/haproxy.cfg")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-module github.com/furrowhq/furrow/deploy
+module github.com/furrowhq/furrow/deploy/check
 
 go 1.26.8
 

@@ -1,4 +1,4 @@
-package deploy
+package check
 
 import (
 	"os"
@@ -12,7 +12,7 @@ var proxyVariable = regexp.MustCompile(`\$\{(PROXY_[A-Z_]+)\}`)
 // proxySettings returns the variables deploy/proxy/haproxy.cfg needs.
 func proxySettings(t *testing.T) []string {
 	t.Helper()
-	cfg, err := os.ReadFile("proxy/haproxy.cfg")
+	cfg, err := os.ReadFile("../proxy/haproxy.cfg")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,0 @@
-// Package deploy holds the checks of Furrow's deploy kit: the compose file
-// (with the Compose specification's loader) and the Helm chart (with Helm's
-// own packages, every rendered object decoded strictly into the Kubernetes
-// API types). It is a module of its own so that these heavy dependencies
-// stay out of the service's; the root module's internal/deploycheck runs
-// `go test ./...` here, so the README's one test command covers it.
-package deploy
