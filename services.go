@@ -128,7 +128,8 @@ type WebhookService interface {
 	// SetWebhookState writes the enabled flag and failure counter. Only the
 	// per-webhook workflow calls it.
 	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error
-	// AddAttempt appends a row to the delivery log.
+	// AddAttempt appends a row to the delivery log. A row with the
+	// DeliveryID, WebhookID and AtMs of one already there is ECONFLICT.
 	AddAttempt(ctx context.Context, a Attempt) error
 	// Attempts lists a webhook's attempts, newest first.
 	Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]Attempt, error)

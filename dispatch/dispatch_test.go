@@ -38,7 +38,7 @@ func newWorld(cfg Config) *world {
 	w := &world{
 		clock:   clock,
 		outbox:  newOutbox(clock),
-		hooks:   &hooks{byFarm: map[uuid.UUID][]furrow.Webhook{}, attempts: map[uuid.UUID]furrow.Attempt{}},
+		hooks:   newHooks(),
 		starter: &starter{started: map[string]client.StartWorkflowOptions{}, inputs: map[string]workflows.DeliveryInput{}},
 		metrics: &recorder{},
 		logs:    &syncBuffer{},

@@ -14,8 +14,7 @@ import (
 )
 
 // skippedNamespace derives the delivery id of a skipped record from the
-// webhook and event, so that dispatching an event again collides with the
-// first record (ECONFLICT, ignored) instead of adding one.
+// webhook and event.
 var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
 
 func (d *Dispatcher) dispatchEvent(ctx context.Context, sem chan struct{}, hooks []furrow.Webhook, e furrow.Event) error {
@@ -48,14 +47,16 @@ func (d *Dispatcher) start(ctx context.Context, w furrow.Webhook, e furrow.Event
 }
 
 // skip records e as skipped for the disabled webhook w (attempt 0), so it
-// can be redelivered after re-enabling.
+// can be redelivered after re-enabling. The row's delivery id and time
+// derive from the webhook and the event, so that recording it again (after
+// a crash, or by a dispatcher taking the event over) is ECONFLICT, ignored.
 func (d *Dispatcher) skip(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
 	a := furrow.Attempt{
 		DeliveryID: uuid.NewSHA1(skippedNamespace, []byte(w.ID.String()+"/"+e.ID)),
 		WebhookID:  w.ID,
 		EventID:    e.ID,
 		Error:      "skipped: webhook disabled",
-		AtMs:       furrow.Millis(d.deps.Clock.Now()),
+		AtMs:       e.OccurredAtMs,
 	}
 	err := d.deps.Webhooks.AddAttempt(ctx, a)
 	if err != nil && furrow.ErrorCode(err) != furrow.ECONFLICT {

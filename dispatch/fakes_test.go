@@ -201,8 +201,9 @@ func TestFakeOutboxConformance(t *testing.T) {
 	})
 }
 
-// hooks is an in-memory furrow.WebhookService counting farm lookups; fail,
-// if set, may fail a farm's lookup.
+// hooks is the part of furrow.WebhookService the dispatcher uses, in
+// memory, counting farm lookups; fail, if set, may fail a farm's lookup.
+// TestFakeDispatchStoreConformance holds it to the PostgreSQL store.
 type hooks struct {
 	furrow.WebhookService
 	mu          sync.Mutex
@@ -231,11 +232,35 @@ func (h *hooks) Webhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhoo
 func (h *hooks) AddAttempt(_ context.Context, a furrow.Attempt) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.attempts[a.DeliveryID]; ok {
-		return furrow.Errorf(furrow.ECONFLICT, "duplicate attempt")
+	if old, ok := h.attempts[a.DeliveryID]; ok && old.WebhookID == a.WebhookID && old.AtMs == a.AtMs {
+		return furrow.Errorf(furrow.ECONFLICT, "This attempt is already recorded.")
 	}
 	h.attempts[a.DeliveryID] = a
 	return nil
+}
+
+// addFarm stores ws on a new farm, as storetest.DispatchSubject asks.
+func (h *hooks) addFarm(_ context.Context, ws ...furrow.Webhook) (uuid.UUID, []furrow.Webhook, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	farm := uuid.New()
+	for i := range ws {
+		ws[i].FarmID = farm
+	}
+	h.byFarm[farm] = ws
+	return farm, ws, nil
+}
+
+func newHooks() *hooks {
+	return &hooks{byFarm: map[uuid.UUID][]furrow.Webhook{}, attempts: map[uuid.UUID]furrow.Attempt{}}
+}
+
+// The fake webhooks pass the suite the PostgreSQL store passes.
+func TestFakeDispatchStoreConformance(t *testing.T) {
+	storetest.DispatchStore(t, func(*testing.T) storetest.DispatchSubject {
+		h := newHooks()
+		return storetest.DispatchSubject{Webhooks: h, AddFarm: h.addFarm}
+	})
 }
 
 // starter records starts and acts like Temporal on duplicate IDs. block,

@@ -23,7 +23,9 @@ const (
 // AddAttempt appends a to the delivery log. The response body is cut to
 // furrow.MaxResponseBody bytes and, like Error, made storable text. A zero
 // AtMs is the clock's now and a nil DeliveryID a new one. The day's
-// partition is created when missing. A malformed EventID is EINVALID.
+// partition is created when missing. A malformed EventID is EINVALID; a row
+// with the DeliveryID, WebhookID and AtMs of one already stored is
+// ECONFLICT.
 func (db *DB) AddAttempt(ctx context.Context, a furrow.Attempt) error {
 	eventID, err := furrow.ParseEventID(a.EventID)
 	if err != nil {
@@ -47,11 +49,19 @@ func (db *DB) AddAttempt(ctx context.Context, a furrow.Attempt) error {
 	return translate(err, "add attempt", "webhook")
 }
 
+// insertAttempt adds the row unless the same delivery's row at the same
+// time is there already (ECONFLICT): a dispatcher that records an event as
+// skipped a second time, after taking it over, adds nothing. The check uses
+// the (webhook_id, at_ms) index of one partition.
 func (db *DB) insertAttempt(ctx context.Context, a furrow.Attempt, eventID uuid.UUID) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO delivery_attempts
+	tag, err := db.pool.Exec(ctx, `INSERT INTO delivery_attempts
 		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+		WHERE NOT EXISTS (SELECT 1 FROM delivery_attempts WHERE webhook_id = $2 AND at_ms = $9 AND delivery_id = $1)`,
 		a.DeliveryID, a.WebhookID, eventID, a.Attempt, a.StatusCode, a.ResponseBody, a.Error, a.DurationMs, a.AtMs)
+	if err == nil && tag.RowsAffected() == 0 {
+		return furrow.Errorf(furrow.ECONFLICT, "This attempt is already recorded.")
+	}
 	return err
 }
 

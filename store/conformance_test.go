@@ -22,4 +22,5 @@ func TestConformance(t *testing.T) {
 	t.Run("WebhookService", func(t *testing.T) { storetest.WebhookService(t, newSubject) })
 	t.Run("Outbox", func(t *testing.T) { storetest.Outbox(t, newSubject) })
 	t.Run("DeliveryStore", func(t *testing.T) { storetest.DeliveryStore(t, storetest.DeliveryFromServices(newSubject)) })
+	t.Run("DispatchStore", func(t *testing.T) { storetest.DispatchStore(t, storetest.DispatchFromServices(newSubject)) })
 }
