@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/furrowhq/furrow"
 )
 
 // SweepDevicesInput says which devices count as offline and how many to
 // mark in one call.
 type SweepDevicesInput struct {
-	OfflineAfter time.Duration
+	OfflineAfter furrow.Duration
 	Batch        int
 }
 
@@ -24,7 +26,7 @@ type SweepDevicesResult struct {
 // SweepDevices marks up to in.Batch silent devices offline and stores one
 // device.offline event for each; the dispatcher's sweep delivers them.
 func (a *Activities) SweepDevices(ctx context.Context, in SweepDevicesInput) (SweepDevicesResult, error) {
-	events, err := a.Devices.MarkOffline(ctx, in.OfflineAfter, in.Batch)
+	events, err := a.Devices.MarkOffline(ctx, time.Duration(in.OfflineAfter), in.Batch)
 	if err != nil {
 		return SweepDevicesResult{}, fmt.Errorf("mark devices offline: %w", err)
 	}
@@ -36,9 +38,9 @@ func (a *Activities) SweepDevices(ctx context.Context, in SweepDevicesInput) (Sw
 
 // PruneInput says how long delivery attempts and dispatched events are kept.
 type PruneInput struct {
-	Keep time.Duration
+	Keep furrow.Duration
 	// KeepReadings is how long readings are kept; 0 keeps them forever.
-	KeepReadings time.Duration
+	KeepReadings furrow.Duration
 }
 
 // PruneResult counts what was removed. It is also the result of the
@@ -54,7 +56,7 @@ type PruneResult struct {
 // in.Keep. Attempts go by whole day partitions, events in bounded batches,
 // so the cost does not grow with the tables.
 func (a *Activities) Prune(ctx context.Context, in PruneInput) (PruneResult, error) {
-	before := a.Clock.Now().Add(-in.Keep)
+	before := a.Clock.Now().Add(-time.Duration(in.Keep))
 	var r PruneResult
 	var err error
 	if r.Attempts, err = a.Webhooks.PruneAttempts(ctx, before); err != nil {
@@ -65,7 +67,7 @@ func (a *Activities) Prune(ctx context.Context, in PruneInput) (PruneResult, err
 	}
 	var readingsBefore time.Time // zero keeps readings, and still creates the coming days' partitions
 	if in.KeepReadings > 0 {
-		readingsBefore = a.Clock.Now().Add(-in.KeepReadings)
+		readingsBefore = a.Clock.Now().Add(-time.Duration(in.KeepReadings))
 	}
 	if r.Readings, err = a.Retention.PruneReadings(ctx, readingsBefore); err != nil {
 		return r, fmt.Errorf("prune readings: %w", err)

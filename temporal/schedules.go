@@ -29,9 +29,9 @@ type ScheduleOptions struct {
 func EnsureSchedules(ctx context.Context, c client.Client, o ScheduleOptions) error {
 	specs := []client.ScheduleOptions{
 		schedule(workflows.DeviceSweepScheduleID, o.SweepEvery, workflows.SweepDevicesWorkflowName,
-			workflows.SweepDevicesInput{OfflineAfter: o.OfflineAfter}),
+			workflows.SweepDevicesInput{OfflineAfter: furrow.Duration(o.OfflineAfter)}),
 		schedule(workflows.RetentionScheduleID, workflows.RetentionEvery, workflows.RetentionWorkflowName,
-			workflows.RetentionInput{Keep: furrow.AttemptRetention, KeepReadings: o.ReadingsRetention}),
+			workflows.RetentionInput{Keep: furrow.Duration(furrow.AttemptRetention), KeepReadings: furrow.Duration(o.ReadingsRetention)}),
 	}
 	for _, s := range specs {
 		if err := ensure(ctx, c, s); err != nil {

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
 )
 
@@ -28,7 +29,7 @@ const (
 
 // SweepDevicesInput is the input of the device sweep.
 type SweepDevicesInput struct {
-	OfflineAfter time.Duration
+	OfflineAfter furrow.Duration
 }
 
 // SweepDevices marks devices silent for longer than OfflineAfter offline,
@@ -58,10 +59,10 @@ func SweepDevices(ctx workflow.Context, in SweepDevicesInput) (activities.SweepD
 
 // RetentionInput is the input of the retention job.
 type RetentionInput struct {
-	Keep time.Duration
+	Keep furrow.Duration
 	// KeepReadings is how long readings are kept; 0 keeps them forever.
 	// The readings partitions of the coming days are created either way.
-	KeepReadings time.Duration
+	KeepReadings furrow.Duration
 }
 
 // Retention removes delivery attempts and dispatched events older than

@@ -32,7 +32,7 @@ func runSweep(t *testing.T, db *pgstore.DB, clock furrow.Clock, offlineAfter tim
 	t.Helper()
 	env := newEnv()
 	env.RegisterActivity(&activities.Activities{Devices: db, Clock: clock})
-	env.ExecuteWorkflow(workflows.SweepDevices, workflows.SweepDevicesInput{OfflineAfter: offlineAfter})
+	env.ExecuteWorkflow(workflows.SweepDevices, workflows.SweepDevicesInput{OfflineAfter: furrow.Duration(offlineAfter)})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("sweep: %v", env.GetWorkflowError())
 	}
@@ -151,7 +151,7 @@ func TestRetentionRemovesOldAttemptsKeepsNew(t *testing.T) {
 	}
 	env := newEnv()
 	env.RegisterActivity(&activities.Activities{Webhooks: db, Retention: db, Clock: clock})
-	env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.AttemptRetention})
+	env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.Duration(furrow.AttemptRetention)})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestRetentionDropsExpiredReadingsOnlyWhenAsked(t *testing.T) {
 	run := func(keep time.Duration) {
 		env := newEnv()
 		env.RegisterActivity(&activities.Activities{Webhooks: db, Retention: db, Clock: clock})
-		env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.AttemptRetention, KeepReadings: keep})
+		env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.Duration(furrow.AttemptRetention), KeepReadings: furrow.Duration(keep)})
 		if err := env.GetWorkflowError(); err != nil {
 			t.Fatal(err)
 		}
