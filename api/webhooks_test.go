@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/furrowhq/furrow"
 	"github.com/google/uuid"
@@ -192,5 +193,20 @@ func TestRedeliver(t *testing.T) {
 	}
 	if len(h.store.redelivered) != 2 {
 		t.Fatal("a refused redelivery started deliveries")
+	}
+}
+
+// The wait for a re-enabled webhook ends inside the request's deadline, so
+// a workflow that is slow to apply it answers 202, not a timed-out 500.
+func TestEnableWebhookWaitsWithinTheRequestDeadline(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RequestTimeout = 400 * time.Millisecond
+	h.cfg.ReenableWait = 10 * time.Second
+	h.rebuild()
+	w := h.createHook(`{"url":"https://example.com/a"}`)
+	_ = h.store.SetWebhookState(t.Context(), w.ID, false, 5)
+	r := h.user(h.manager, "POST", h.farmPath("/webhooks/"+w.ID.String()+"/enable"), "")
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("status %d %s, want 202", r.Status, r.Body)
 	}
 }
