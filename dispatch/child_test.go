@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +22,8 @@ import (
 )
 
 // childEnv makes the test binary run as a dispatcher process that claims
-// events and then hangs in its first webhook lookup, until killed.
+// events and then hangs in its first webhook lookup until killed, or
+// stopped with SIGTERM as furrow serve is.
 const childEnv = "FURROW_TEST_DISPATCH_CHILD"
 
 // runChild is the child process: FURROW_TEST_DISPATCH_CHILD holds
@@ -28,7 +31,8 @@ const childEnv = "FURROW_TEST_DISPATCH_CHILD"
 // claims, and its lease owner id.
 func runChild() int {
 	dbURL, tmpAddr, _ := strings.Cut(os.Getenv(childEnv), " ")
-	ctx := context.Background()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	db, err := store.Open(ctx, dbURL, store.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -43,12 +47,15 @@ func runChild() int {
 		once sync.Once
 		d    *dispatch.Dispatcher
 	)
-	hang := lookups{WebhookService: db, before: func(context.Context, uuid.UUID) error {
+	hang := lookups{WebhookService: db, before: func(ctx context.Context, _ uuid.UUID) error {
 		once.Do(func() { fmt.Println("claimed", d.Owner()) })
-		select {} // until killed
+		<-ctx.Done() // killed, or stopped
+		return ctx.Err()
 	}}
-	d = dispatch.New(dispatch.Config{}, dispatch.Deps{Outbox: db, Webhooks: hang, Starter: tc, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	// Calls may hang for a minute: only the signal ends the lookup.
+	d = dispatch.New(dispatch.Config{CallTimeout: time.Minute}, dispatch.Deps{Outbox: db, Webhooks: hang, Starter: tc, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	_ = d.Run(ctx)
+	db.Close()
 	return 0
 }
 
@@ -102,4 +109,19 @@ func (c *childProc) kill() {
 	}
 	_ = c.cmd.Process.Kill()
 	_ = c.cmd.Wait()
+}
+
+// term stops the child with SIGTERM and waits for it to exit.
+func (c *childProc) term() error {
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("the child did not exit within 30 s of SIGTERM")
+	}
 }

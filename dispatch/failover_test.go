@@ -414,6 +414,28 @@ func TestFailoverKilledAfterClaim(t *testing.T) {
 	c.checkStarted(events)
 }
 
+// A dispatcher stopped with SIGTERM while holding claims gives them back
+// before its process exits: nobody waits for the lease.
+func TestFailoverSIGTERMGivesClaimsBack(t *testing.T) {
+	c := newCluster(t, 4)
+	events := c.addEvents(24)
+	child := startChild(t, c.url, temporalAddr(t))
+	start := time.Now()
+	if err := child.term(); err != nil {
+		t.Fatalf("the stopped dispatcher: %v", err)
+	}
+	exited := time.Since(start)
+	// Nobody else runs yet: only the child's release clears its claims.
+	if n := c.claimedBy(child.owner, events, false); n != 0 {
+		t.Fatalf("%d events still claimed by the stopped dispatcher", n)
+	}
+	healthy, _ := c.dispatcher("healthy", c.db, c.db)
+	c.run(healthy)
+	all := c.waitDispatched(events)
+	t.Logf("FIGURE SIGTERM while claiming: claims given back and process exited in %v; all %d events dispatched %v later",
+		exited.Round(time.Millisecond), len(events), all.Round(10*time.Millisecond))
+}
+
 // A dispatcher whose every webhook lookup fails for the whole test (a
 // database role that can store but not list webhooks) runs beside a healthy
 // one while events arrive in bursts at the healthy one. It keeps no event
