@@ -68,8 +68,9 @@ type Deps struct {
 	Ready     Pinger             // nil: always ready
 	Clock     furrow.Clock       // nil: the system clock
 	Logger    *slog.Logger       // nil: logs are discarded
-	// Live is mounted at GET /api/live and LivePage at GET /live when set.
-	Live     http.Handler
+	// Live serves GET /api/live, after the API authenticated the user and
+	// authorized the topics, and LivePage GET /live, when set.
+	Live     LiveServer
 	LivePage http.Handler
 }
 
@@ -122,7 +123,7 @@ func (s *server) routes() http.Handler {
 	r.Get("/readyz", s.readyz)
 	r.Post("/api/metric-values", s.handle(s.postMetricValue))
 	if s.Live != nil {
-		r.Get(livePath, untimed(s.Live))
+		r.With(s.authUser(liveToken)).Get(livePath, untimed(s.handle(s.liveConnect)))
 	}
 	if s.LivePage != nil {
 		r.Get("/live", s.LivePage.ServeHTTP)

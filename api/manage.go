@@ -16,7 +16,7 @@ import (
 // order: user credential (401), ids in the path (400), membership (404, so
 // that a farm's existence does not leak), role (403), then the body.
 func (s *server) farmRoutes(r chi.Router) {
-	r.Use(noStore, s.authUser)
+	r.Use(noStore, s.authUser(bearer))
 	r.Post("/", s.handle(s.createFarm))
 	r.Route("/{farm}", func(r chi.Router) {
 		r.Use(s.farmMember)
@@ -46,19 +46,22 @@ func noStore(next http.Handler) http.Handler {
 	})
 }
 
-// authUser authenticates the user by bearer token: missing or invalid is 401.
-func (s *server) authUser(next http.Handler) http.Handler {
-	return s.middleware(func(r *http.Request) (context.Context, error) {
-		token, err := bearer(r)
-		if err != nil {
-			return nil, err
-		}
-		u, err := s.Users.UserByToken(r.Context(), token)
-		if err != nil {
-			return nil, unauthorizedOr(err)
-		}
-		return context.WithValue(r.Context(), userKey, u), nil
-	}, next)
+// authUser authenticates the user by the token that tokenOf finds in the
+// request (bearer, or liveToken): missing or invalid is 401.
+func (s *server) authUser(tokenOf func(*http.Request) (string, error)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return s.middleware(func(r *http.Request) (context.Context, error) {
+			token, err := tokenOf(r)
+			if err != nil {
+				return nil, err
+			}
+			u, err := s.Users.UserByToken(r.Context(), token)
+			if err != nil {
+				return nil, unauthorizedOr(err)
+			}
+			return context.WithValue(r.Context(), userKey, u), nil
+		}, next)
+	}
 }
 
 // farmMember resolves {farm} and the caller's role on it. Non-members and
@@ -69,15 +72,26 @@ func (s *server) farmMember(next http.Handler) http.Handler {
 		if err != nil {
 			return nil, err
 		}
-		role, err := s.Farms.MemberRole(r.Context(), farmID, currentUser(r).ID)
-		if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-			return nil, furrow.Errorf(furrow.ENOTFOUND, "The farm does not exist.")
-		} else if err != nil {
+		role, err := s.memberRole(r.Context(), farmID, currentUser(r).ID)
+		if err != nil {
 			return nil, err
+		}
+		if role == 0 {
+			return nil, furrow.Errorf(furrow.ENOTFOUND, "The farm does not exist.")
 		}
 		ctx := context.WithValue(r.Context(), farmKey, farmID)
 		return context.WithValue(ctx, roleKey, role), nil
 	}, next)
+}
+
+// memberRole is the user's role on the farm; 0 when the user is not a
+// member or the farm does not exist.
+func (s *server) memberRole(ctx context.Context, farm, user uuid.UUID) (furrow.Role, error) {
+	role, err := s.Farms.MemberRole(ctx, farm, user)
+	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
+		return 0, nil
+	}
+	return role, err
 }
 
 // need admits callers holding at least role on the farm; others get 403.

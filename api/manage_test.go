@@ -289,10 +289,10 @@ func TestCursorRoundTrip(t *testing.T) {
 func TestLiveHandlersMounted(t *testing.T) {
 	h := newHarness(t)
 	expectError(t, h.do(req{method: "GET", path: "/api/live"}), http.StatusNotFound, furrow.ENOTFOUND, "")
-	h.deps.Live = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	h.withLive()
 	h.deps.LivePage = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })
 	h.rebuild()
-	if r := h.do(req{method: "GET", path: "/api/live?topic=x"}); r.Status != http.StatusTeapot {
+	if r := h.do(req{method: "GET", path: "/api/live"}); r.Status != http.StatusUnauthorized {
 		t.Fatalf("/api/live: %d", r.Status)
 	}
 	if r := h.do(req{method: "GET", path: "/live"}); r.Status != http.StatusAccepted {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/furrowhq/furrow"
-	"github.com/google/uuid"
 )
 
 // maxClientMessage bounds a message from the client; control messages are
@@ -29,12 +28,12 @@ const busUnavailable = "The live bus is unavailable; the subscription stands and
 // conn is one WebSocket client. Its writer goroutine is the only one that
 // writes, so replies and data leave in order; Send never blocks the hub.
 type conn struct {
-	srv    *Server
-	ws     *websocket.Conn
-	user   uuid.UUID
-	send   chan []byte
-	kill   chan closeReason // holds the first failure
-	failed atomic.Bool
+	srv       *Server
+	ws        *websocket.Conn
+	authorize func(context.Context, Topic) error
+	send      chan []byte
+	kill      chan closeReason // holds the first failure
+	failed    atomic.Bool
 	// topics is owned by the reader goroutine until it ends; pending holds
 	// the cancellation of the wait of each topic not yet confirmed.
 	topics  map[Topic]struct{}
@@ -70,10 +69,10 @@ type serverMessage struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func newConn(s *Server, ws *websocket.Conn, user uuid.UUID) *conn {
+func newConn(s *Server, ws *websocket.Conn, authorize func(context.Context, Topic) error) *conn {
 	ws.SetReadLimit(maxClientMessage)
 	return &conn{
-		srv: s, ws: ws, user: user,
+		srv: s, ws: ws, authorize: authorize,
 		send:    make(chan []byte, s.d.SendBuffer),
 		kill:    make(chan closeReason, 1),
 		topics:  make(map[Topic]struct{}),
@@ -195,7 +194,7 @@ func (c *conn) readLoop(ctx context.Context) {
 		}
 		var m clientMessage
 		if err := json.Unmarshal(data, &m); err != nil {
-			c.reply(serverMessage{Type: "error", Error: furrow.EINVALID, Reason: "message must be a JSON object with type and topic"})
+			c.reply(serverMessage{Type: "error", Error: furrow.EINVALID, Reason: "A message must be a JSON object with type and topic."})
 			continue
 		}
 		t, err := ParseTopic(m.Topic)
@@ -209,7 +208,7 @@ func (c *conn) readLoop(ctx context.Context) {
 		case "unsubscribe":
 			c.unsubscribe(t)
 		default:
-			c.reply(serverMessage{Type: "error", Topic: m.Topic, Error: furrow.EINVALID, Reason: "type must be subscribe or unsubscribe"})
+			c.reply(serverMessage{Type: "error", Topic: m.Topic, Error: furrow.EINVALID, Reason: "The type must be subscribe or unsubscribe."})
 		}
 	}
 }
@@ -221,10 +220,10 @@ func (c *conn) subscribe(ctx context.Context, t Topic) {
 		return
 	}
 	if len(c.topics) >= MaxTopics {
-		c.replyError(t.String(), furrow.Errorf(furrow.EINVALID, "at most %d topics per connection", MaxTopics))
+		c.replyError(t.String(), errTooManyTopics)
 		return
 	}
-	if err := c.srv.authorize(ctx, c.user, t); err != nil {
+	if err := c.authorize(ctx, t); err != nil {
 		c.replyError(t.String(), err)
 		return
 	}

@@ -5,6 +5,8 @@
 // pub/sub, on any other.
 //
 // A Bus (NewMemoryBus or NewRedisBus) implements furrow.Publisher and routes
-// messages to local subscribers through its hub. Handler serves the
-// WebSocket endpoint GET /api/live and PageHandler the /live page.
+// messages to local subscribers through its hub. A Server holds the
+// WebSocket connections of GET /api/live, which package api authenticates
+// and authorizes before handing each over with Server.Accept; PageHandler
+// serves the /live page.
 package live

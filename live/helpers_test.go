@@ -15,57 +15,29 @@ import (
 	"github.com/google/uuid"
 )
 
-// fakeUsers knows users by token.
-type fakeUsers map[string]furrow.User
-
-func (f fakeUsers) CreateUser(context.Context, string) (furrow.User, string, error) {
-	return furrow.User{}, "", furrow.Errorf(furrow.EINTERNAL, "not supported")
-}
-
-func (f fakeUsers) UserByToken(_ context.Context, token string) (furrow.User, error) {
-	if u, ok := f[token]; ok {
-		return u, nil
-	}
-	return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED, "unknown token")
-}
-
-// fakeFarms knows members' roles.
-type fakeFarms map[[2]uuid.UUID]furrow.Role
-
-func (f fakeFarms) CreateFarm(context.Context, uuid.UUID, string) (furrow.Farm, error) {
-	return furrow.Farm{}, furrow.Errorf(furrow.EINTERNAL, "not supported")
-}
-
-func (f fakeFarms) AddMember(context.Context, furrow.Member) error {
-	return furrow.Errorf(furrow.EINTERNAL, "not supported")
-}
-
-func (f fakeFarms) MemberRole(_ context.Context, farm, user uuid.UUID) (furrow.Role, error) {
-	if r, ok := f[[2]uuid.UUID{farm, user}]; ok {
-		return r, nil
-	}
-	return 0, furrow.Errorf(furrow.ENOTFOUND, "not a member")
-}
-
-// world is a live server with two farms: alice views farm A, bob owns B.
+// world is a live server behind a stand-in for the API, which
+// authenticates users and authorizes topics (package api tests the real
+// one): alice views farm A, bob owns farm B.
 type world struct {
 	srv                  *live.Server
 	http                 *httptest.Server
 	bus                  *live.Bus
 	farmA, farmB         uuid.UUID
 	aliceToken, bobToken string
+	users                map[string]uuid.UUID
+	roles                map[[2]uuid.UUID]furrow.Role
 }
 
 func newWorld(t *testing.T, bus *live.Bus, d live.Deps) *world {
 	t.Helper()
 	w := &world{bus: bus, farmA: uuid.New(), farmB: uuid.New(),
 		aliceToken: "fut_alice_" + uuid.NewString(), bobToken: "fut_bob_" + uuid.NewString()}
-	alice, bob := furrow.User{ID: uuid.New()}, furrow.User{ID: uuid.New()}
-	d.Users = fakeUsers{w.aliceToken: alice, w.bobToken: bob}
-	d.Farms = fakeFarms{{w.farmA, alice.ID}: furrow.RoleViewer, {w.farmB, bob.ID}: furrow.RoleOwner}
+	alice, bob := uuid.New(), uuid.New()
+	w.users = map[string]uuid.UUID{w.aliceToken: alice, w.bobToken: bob}
+	w.roles = map[[2]uuid.UUID]furrow.Role{{w.farmA, alice}: furrow.RoleViewer, {w.farmB, bob}: furrow.RoleOwner}
 	d.Bus = bus
-	w.srv = live.Handler(d)
-	w.http = httptest.NewServer(w.srv)
+	w.srv = live.NewServer(d)
+	w.http = httptest.NewServer(w)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -73,6 +45,33 @@ func newWorld(t *testing.T, bus *live.Bus, d live.Deps) *world {
 		w.http.Close()
 	})
 	return w
+}
+
+// ServeHTTP is the stand-in for the API's GET /api/live.
+func (w *world) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	user, ok := w.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+	if !ok {
+		rw.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	authorize := func(_ context.Context, t live.Topic) error {
+		if w.roles[[2]uuid.UUID{t.Farm, user}] < furrow.RoleViewer {
+			return furrow.Errorf(furrow.EFORBIDDEN, "You are not a member of the farm of topic %s.", t)
+		}
+		return nil
+	}
+	topics, err := live.ParseTopics(r.URL.Query()["topic"])
+	for _, t := range topics {
+		if err == nil {
+			err = authorize(r.Context(), t)
+		}
+	}
+	if err == nil {
+		err = w.srv.Accept(rw, r, live.Client{Topics: topics, Authorize: authorize})
+	}
+	if err != nil {
+		rw.WriteHeader(http.StatusBadRequest)
+	}
 }
 
 func (w *world) url(topics ...live.Topic) string {

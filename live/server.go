@@ -2,8 +2,6 @@ package live
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/furrowhq/furrow"
-	"github.com/google/uuid"
 )
 
 // Subprotocol is the WebSocket subprotocol the server selects. Browsers,
@@ -35,11 +32,9 @@ const (
 	MaxTopics = 64
 )
 
-// Deps are what the WebSocket handler needs. Users, Farms and Bus are
-// required; zero tunables take the defaults above.
+// Deps are what the WebSocket server needs. Bus is required; zero tunables
+// take the defaults above.
 type Deps struct {
-	Users  furrow.UserService
-	Farms  furrow.FarmService
 	Bus    *Bus
 	Logger *slog.Logger
 
@@ -57,7 +52,8 @@ type Deps struct {
 	OriginPatterns []string
 }
 
-// Server serves GET /api/live. Create it with Handler.
+// Server holds the live WebSocket connections. Create it with NewServer;
+// the API authenticates each request and hands it over with Accept.
 type Server struct {
 	d Deps
 
@@ -78,14 +74,10 @@ type Stats struct {
 	SlowClosed uint64
 }
 
-// Handler returns the WebSocket handler for GET /api/live?topic=T (topic
-// optional and repeatable). Its errors before the upgrade are JSON
-// {error, reason}: 401 unauthorized for a missing or invalid user token,
-// 400 bad_request for a bad topic or a request that is not a WebSocket
-// upgrade, 403 forbidden when the user is not a member of a topic's farm.
-// Call Shutdown when the HTTP server stops: hijacked connections are not
-// closed by http.Server.Shutdown.
-func Handler(d Deps) *Server {
+// NewServer returns the server of the WebSocket endpoint. Call Shutdown
+// when the HTTP server stops: hijacked connections are not closed by
+// http.Server.Shutdown.
+func NewServer(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
@@ -110,108 +102,38 @@ func (s *Server) Stats() Stats {
 	return Stats{Open: len(s.conns), SlowClosed: s.slowClosed.Load()}
 }
 
-// ServeHTTP authenticates, authorizes the topics, upgrades and serves the
-// connection until it ends.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	user, err := s.authenticate(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	topics, err := s.initialTopics(r.Context(), r, user)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
+// Client is an authenticated user's request for a connection: its initial
+// topics, already authorized, and the check of each topic it subscribes to
+// (initial ones included), which says why a topic is refused.
+type Client struct {
+	Topics    []Topic
+	Authorize func(ctx context.Context, t Topic) error
+}
+
+// Accept upgrades the request of an authenticated client and serves the
+// connection until it ends. A request that is not a WebSocket upgrade is
+// an EINVALID error, returned before anything is written, for the caller
+// to answer; once the upgrade is attempted Accept answers itself and
+// returns nil.
+func (s *Server) Accept(w http.ResponseWriter, r *http.Request, cl Client) error {
 	if !isUpgrade(r) {
-		s.writeError(w, furrow.Errorf(furrow.EINVALID, "this endpoint expects a WebSocket upgrade"))
-		return
+		return furrow.Errorf(furrow.EINVALID, "This endpoint expects a WebSocket upgrade.")
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{Subprotocol},
 		OriginPatterns: s.d.OriginPatterns,
 	})
 	if err != nil {
-		return // Accept wrote the response.
+		return nil // Accept wrote the response.
 	}
-	c := newConn(s, ws, user.ID)
+	c := newConn(s, ws, cl.Authorize)
 	if !s.register(c) {
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
-		return
+		return nil
 	}
 	defer s.unregister(c)
-	c.run(topics)
-}
-
-// initialTopics parses and authorizes the topic query parameters.
-func (s *Server) initialTopics(ctx context.Context, r *http.Request, user furrow.User) ([]Topic, error) {
-	raw := r.URL.Query()["topic"]
-	if len(raw) > MaxTopics {
-		return nil, furrow.Errorf(furrow.EINVALID, "at most %d topics per connection", MaxTopics)
-	}
-	topics := make([]Topic, 0, len(raw))
-	for _, q := range raw {
-		t, err := ParseTopic(q)
-		if err != nil {
-			return nil, err
-		}
-		topics = append(topics, t)
-	}
-	for _, t := range topics {
-		if err := s.authorize(ctx, user.ID, t); err != nil {
-			return nil, err
-		}
-	}
-	return topics, nil
-}
-
-// authenticate finds the user of the request's token: the Authorization
-// header, else the bearer subprotocol. It returns an EUNAUTHORIZED error
-// when there is none or it is unknown.
-func (s *Server) authenticate(r *http.Request) (furrow.User, error) {
-	token := bearerToken(r)
-	if token == "" {
-		return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED,
-			"credential missing: send Authorization: Bearer <user token> or offer the subprotocol %s<user token>", BearerProtocolPrefix)
-	}
-	u, err := s.d.Users.UserByToken(r.Context(), token)
-	switch code := furrow.ErrorCode(err); code {
-	case "":
-		return u, nil
-	case furrow.EUNAUTHORIZED, furrow.ENOTFOUND:
-		return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED, "credential invalid: the user token is unknown or revoked")
-	default:
-		return furrow.User{}, err
-	}
-}
-
-func bearerToken(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") {
-			return strings.TrimSpace(tok)
-		}
-		return ""
-	}
-	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for _, p := range strings.Split(v, ",") {
-			if tok, ok := strings.CutPrefix(strings.TrimSpace(p), BearerProtocolPrefix); ok {
-				return tok
-			}
-		}
-	}
-	return ""
-}
-
-// authorize checks that the user is at least a viewer of the topic's farm;
-// otherwise it returns an EFORBIDDEN error (the same for a farm that does
-// not exist, so that existence does not leak).
-func (s *Server) authorize(ctx context.Context, user uuid.UUID, t Topic) error {
-	role, err := s.d.Farms.MemberRole(ctx, t.Farm, user)
-	if furrow.ErrorCode(err) == furrow.ENOTFOUND || (err == nil && role < furrow.RoleViewer) {
-		return furrow.Errorf(furrow.EFORBIDDEN, "not a member of the farm of topic %s", t)
-	}
-	return err
+	c.run(cl.Topics)
+	return nil
 }
 
 func isUpgrade(r *http.Request) bool {
@@ -228,35 +150,6 @@ func headerHasToken(h http.Header, key, token string) bool {
 		}
 	}
 	return false
-}
-
-var statusOf = map[string]int{
-	furrow.EINVALID:      http.StatusBadRequest,
-	furrow.EUNAUTHORIZED: http.StatusUnauthorized,
-	furrow.EFORBIDDEN:    http.StatusForbidden,
-	furrow.ENOTFOUND:     http.StatusNotFound,
-}
-
-// writeError writes err as {error, reason}; errors that are not a
-// *furrow.Error are logged and answered 500 internal_error.
-func (s *Server) writeError(w http.ResponseWriter, err error) {
-	code := furrow.ErrorCode(err)
-	status, ok := statusOf[code]
-	if !ok {
-		status = http.StatusInternalServerError
-		var fe *furrow.Error
-		if !errors.As(err, &fe) {
-			s.d.Logger.Error("live: request failed", "err", err)
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(errorBody{Error: code, Reason: furrow.ErrorMessage(err)})
-}
-
-type errorBody struct {
-	Error  string `json:"error"`
-	Reason string `json:"reason,omitempty"`
 }
 
 func (s *Server) register(c *conn) bool {

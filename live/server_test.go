@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -22,79 +23,30 @@ func memoryBus(t *testing.T) *live.Bus {
 	return b
 }
 
-func TestHandlerRejectsBeforeUpgrade(t *testing.T) {
-	w := newWorld(t, memoryBus(t), live.Deps{})
-	farmA := live.FarmTopic(w.farmA).String()
-	for _, tc := range []struct {
-		name, auth, query string
-		upgrade           bool
-		status            int
-		code              string
-	}{
-		{"no token", "", "?topic=" + farmA, true, 401, furrow.EUNAUTHORIZED},
-		{"unknown token", "Bearer fut_nope", "?topic=" + farmA, true, 401, furrow.EUNAUTHORIZED},
-		{"basic scheme", "Basic " + w.aliceToken, "?topic=" + farmA, true, 401, furrow.EUNAUTHORIZED},
-		{"bad topic", "Bearer " + w.aliceToken, "?topic=farms/" + strings.ToUpper(w.farmA.String()) + "/readings", true, 400, furrow.EINVALID},
-		{"wildcard topic", "Bearer " + w.aliceToken, "?topic=farms/*/readings", true, 400, furrow.EINVALID},
-		{"other farm", "Bearer " + w.aliceToken, "?topic=" + live.FarmTopic(w.farmB).String(), true, 403, furrow.EFORBIDDEN},
-		{"one of two forbidden", "Bearer " + w.aliceToken, "?topic=" + farmA + "&topic=" + live.FarmTopic(w.farmB).String(), true, 403, furrow.EFORBIDDEN},
-		{"unknown farm", "Bearer " + w.aliceToken, "?topic=" + live.FarmTopic(uuid.New()).String(), true, 403, furrow.EFORBIDDEN},
-		{"not an upgrade", "Bearer " + w.aliceToken, "?topic=" + farmA, false, 400, furrow.EINVALID},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodGet, w.http.URL+"/api/live"+tc.query, nil)
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			if tc.upgrade {
-				req.Header.Set("Connection", "Upgrade")
-				req.Header.Set("Upgrade", "websocket")
-				req.Header.Set("Sec-WebSocket-Version", "13")
-				req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var body struct{ Error, Reason string }
-			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-				t.Fatalf("body: %v", err)
-			}
-			if resp.StatusCode != tc.status || body.Error != tc.code || body.Reason == "" {
-				t.Fatalf("got %d %+v, want %d %s", resp.StatusCode, body, tc.status, tc.code)
-			}
-			if strings.Contains(body.Reason, "fut_") {
-				t.Fatalf("reason leaks a token: %q", body.Reason)
-			}
-		})
+// Accept refuses a request that is not a WebSocket upgrade with an error
+// for the API to answer, having written nothing.
+func TestAcceptNeedsAnUpgrade(t *testing.T) {
+	srv := live.NewServer(live.Deps{Bus: memoryBus(t)})
+	rec := httptest.NewRecorder()
+	err := srv.Accept(rec, httptest.NewRequest(http.MethodGet, "/api/live", nil), live.Client{})
+	if furrow.ErrorCode(err) != furrow.EINVALID || rec.Code != http.StatusOK || rec.Body.Len() != 0 {
+		t.Fatalf("Accept = %v, wrote %d %q", err, rec.Code, rec.Body)
 	}
 }
 
-func TestDialForbiddenStatus(t *testing.T) {
-	w := newWorld(t, memoryBus(t), live.Deps{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, resp, err := websocket.Dial(ctx, w.url(live.FarmTopic(w.farmB)),
-		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}}})
-	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("dial other farm: err %v, resp %v; want 403", err, resp)
+func TestParseTopicsBounded(t *testing.T) {
+	raw := make([]string, live.MaxTopics+1)
+	for i := range raw {
+		raw[i] = live.FarmTopic(uuid.New()).String()
 	}
-}
-
-func TestBearerSubprotocol(t *testing.T) {
-	bus := memoryBus(t)
-	w := newWorld(t, bus, live.Deps{})
-	topic := live.FarmTopic(w.farmA)
-	c := w.dialWith(t, &websocket.DialOptions{
-		Subprotocols: []string{live.Subprotocol, live.BearerProtocolPrefix + w.aliceToken},
-	}, topic)
-	if c.Subprotocol() != live.Subprotocol {
-		t.Fatalf("subprotocol %q, want %q", c.Subprotocol(), live.Subprotocol)
+	if _, err := live.ParseTopics(raw[:live.MaxTopics]); err != nil {
+		t.Fatalf("%d topics: %v", live.MaxTopics, err)
 	}
-	bus.Publish(reading(w.farmA, uuid.New(), 220, "41.5"))
-	if m := read(t, c); m.Value != "41.5" || m.FarmID != w.farmA.String() {
-		t.Fatalf("got %+v", m)
+	if _, err := live.ParseTopics(raw); furrow.ErrorCode(err) != furrow.EINVALID {
+		t.Fatalf("%d topics: %v, want EINVALID", len(raw), err)
+	}
+	if _, err := live.ParseTopics([]string{"farms/*/readings"}); furrow.ErrorCode(err) != furrow.EINVALID {
+		t.Fatalf("wildcard: %v, want EINVALID", err)
 	}
 }
 

@@ -43,12 +43,31 @@ func (t Topic) String() string {
 		"/metrics/" + strconv.FormatInt(int64(t.Metric), 10)
 }
 
+// ParseTopics parses the topics of a connection request: at most
+// MaxTopics, each as ParseTopic does. Errors are EINVALID *furrow.Errors.
+func ParseTopics(raw []string) ([]Topic, error) {
+	if len(raw) > MaxTopics {
+		return nil, errTooManyTopics
+	}
+	topics := make([]Topic, 0, len(raw))
+	for _, q := range raw {
+		t, err := ParseTopic(q)
+		if err != nil {
+			return nil, err
+		}
+		topics = append(topics, t)
+	}
+	return topics, nil
+}
+
+var errTooManyTopics = furrow.Errorf(furrow.EINVALID, "A connection may watch at most %d topics.", MaxTopics)
+
 // ParseTopic parses a topic in its canonical form: lower-case hyphenated
 // uuids other than the nil uuid, and a metric id 1..2147483647 written
 // without sign or leading zeros. Anything else is an EINVALID *furrow.Error.
 func ParseTopic(s string) (Topic, error) {
 	bad := furrow.Errorf(furrow.EINVALID,
-		"topic must be farms/{farm}/readings or farms/{farm}/devices/{device}/metrics/{metric}, with lower-case uuids and a metric id from 1 to 2147483647")
+		"A topic must be farms/{farm}/readings or farms/{farm}/devices/{device}/metrics/{metric}, with lower-case uuids and a metric id from 1 to 2147483647.")
 	if len(s) > maxTopicLen {
 		return Topic{}, bad
 	}

@@ -61,7 +61,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Clie
 		limiter = ratelimit.NewMemory(ratelimit.SpecLimit, ratelimit.SpecWindow, furrow.SystemClock{})
 		s.bus = live.NewMemoryBus(log)
 	}
-	s.live = live.Handler(live.Deps{Users: db, Farms: db, Bus: s.bus, Logger: log})
+	s.live = live.NewServer(live.Deps{Bus: s.bus, Logger: log})
 	s.dispatcher = dispatch.New(dispatch.Config{Schedule: cfg.RetrySchedule}, dispatch.Deps{
 		Outbox: db, Webhooks: db, Starter: tc, Logger: log,
 	})
