@@ -17,6 +17,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/store/storetest"
 	"github.com/furrowhq/furrow/webhook"
 )
 
@@ -46,11 +47,35 @@ func (s *store) Event(_ context.Context, id string) (furrow.Event, error) {
 	return s.event, nil
 }
 
+func (s *store) SetWebhookState(_ context.Context, id uuid.UUID, enabled bool, failures int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id != s.hook.ID {
+		return furrow.Errorf(furrow.ENOTFOUND, "webhook not found")
+	}
+	s.hook.Enabled, s.hook.ConsecutiveFailures = enabled, failures
+	return nil
+}
+
 func (s *store) AddAttempt(_ context.Context, a furrow.Attempt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.attempts = append(s.attempts, a)
 	return nil
+}
+
+// The fake passes the suite the PostgreSQL store passes.
+func TestFakeConformance(t *testing.T) {
+	storetest.DeliveryStore(t, func(*testing.T) storetest.DeliverySubject {
+		s := &store{}
+		seed := func(_ context.Context, w furrow.Webhook, e furrow.Event) (furrow.Webhook, furrow.Event, error) {
+			w.FarmID = uuid.New()
+			e.FarmID = w.FarmID
+			s.hook, s.event = w, e
+			return w, e, nil
+		}
+		return storetest.DeliverySubject{Webhooks: s, Events: s, Seed: seed}
+	})
 }
 
 // received is one request seen by the endpoint.
