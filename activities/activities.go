@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/telemetry"
 )
 
 // Type names of the application errors of failed attempts, visible in
@@ -38,6 +39,9 @@ type Activities struct {
 	// Reporter hands chain reports to the per-webhook workflows; cmd wires
 	// it to Temporal.
 	Reporter ChainReporter
+	// Metrics records attempts, chains, disabled webhooks and offline
+	// devices; nil records nothing.
+	Metrics *telemetry.Metrics
 }
 
 func (a *Activities) logger() *slog.Logger {

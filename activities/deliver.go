@@ -56,14 +56,17 @@ type DeliverResult struct {
 func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResult, error) {
 	attempt := in.FirstAttempt + int(activity.GetInfo(ctx).Attempt) - 1
 	res := DeliverResult{Attempt: attempt}
-	w, body, skip, err := a.load(ctx, in)
+	w, e, body, skip, err := a.load(ctx, in)
 	if err != nil {
-		return res, retryable(in.Schedule, attempt, 0, "could not load the delivery", err)
+		err = retryable(in.Schedule, attempt, 0, "could not load the delivery", err)
+		a.observeAttempt(in, attempt, 0, err, 0)
+		return res, err
 	}
 	row := furrow.Attempt{DeliveryID: uuid.New(), WebhookID: in.WebhookID, EventID: in.EventID, Attempt: attempt}
 	if skip != "" {
 		row.Error, row.AtMs = skip, furrow.Millis(a.Clock.Now())
 		a.record(ctx, row)
+		a.observeSkip()
 		res.Skipped, res.SkipReason = true, skip
 		return res, nil
 	}
@@ -75,27 +78,31 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	a.logger().InfoContext(ctx, "delivery attempt", "webhook_id", in.WebhookID, "event_id", in.EventID,
 		"attempt", attempt, "status", sent.status, "error", sent.errText, "duration_ms", row.DurationMs)
 	res.StatusCode = sent.status
-	return res, classify(in.Schedule, attempt, sent)
+	err = classify(in.Schedule, attempt, sent)
+	a.observeAttempt(in, attempt, sent.duration, err, e.OccurredAtMs)
+	return res, err
 }
 
-// load reads the webhook and the event, or says why the attempt is skipped.
-func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook, []byte, string, error) {
+// load reads the webhook and the event with the body to send, or says why
+// the attempt is skipped.
+func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook, furrow.Event, []byte, string, error) {
+	var e furrow.Event
 	w, err := a.Webhooks.WebhookByID(ctx, in.WebhookID)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		return w, nil, "skipped: webhook deleted", nil
+		return w, e, nil, "skipped: webhook deleted", nil
 	} else if err != nil {
-		return w, nil, "", err
+		return w, e, nil, "", err
 	} else if !w.Enabled {
-		return w, nil, "skipped: webhook disabled", nil
+		return w, e, nil, "skipped: webhook disabled", nil
 	}
-	e, err := a.Events.Event(ctx, in.EventID)
+	e, err = a.Events.Event(ctx, in.EventID)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		return w, nil, "skipped: event deleted", nil
+		return w, e, nil, "skipped: event deleted", nil
 	} else if err != nil {
-		return w, nil, "", err
+		return w, e, nil, "", err
 	}
 	body, err := json.Marshal(e)
-	return w, body, "", err
+	return w, e, body, "", err
 }
 
 // sent is what one POST produced.

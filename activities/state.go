@@ -44,6 +44,7 @@ type SetWebhookStateResult struct {
 
 // SetWebhookState writes in.Enabled and in.Failures.
 func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInput) (SetWebhookStateResult, error) {
+	disabling := !in.Enabled && a.enabled(ctx, in.WebhookID)
 	err := a.Webhooks.SetWebhookState(ctx, in.WebhookID, in.Enabled, in.Failures)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return SetWebhookStateResult{Gone: true}, nil
@@ -52,7 +53,19 @@ func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInpu
 	}
 	a.logger().InfoContext(ctx, "webhook state written",
 		"webhook_id", in.WebhookID, "enabled", in.Enabled, "consecutive_failures", in.Failures)
+	if disabling {
+		a.Metrics.WebhookDisabled()
+	}
 	return SetWebhookStateResult{}, nil
+}
+
+// enabled reports whether the webhook is enabled now. The per-webhook
+// workflow is the only writer, so a disable that finds it enabled is the
+// one that disables it; a retried write finds it disabled and is not
+// counted twice.
+func (a *Activities) enabled(ctx context.Context, id uuid.UUID) bool {
+	w, err := a.Webhooks.WebhookByID(ctx, id)
+	return err == nil && w.Enabled
 }
 
 // ReportChainInput is how a delivery chain ended, to be handed to the

@@ -16,14 +16,17 @@ import (
 
 // Process is a furrow process started for a run.
 type Process struct {
-	URL    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	logs   *tail
+	URL string
+	// MetricsURL is the process's GET /metrics.
+	MetricsURL string
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	logs       *tail
 }
 
 // StartFurrow runs `binary args...` with env (FURROW_* variables of this
-// process are not inherited) plus FURROW_HTTP_ADDR on a free loopback port,
+// process are not inherited) plus FURROW_HTTP_ADDR and FURROW_METRICS_ADDR
+// on free loopback ports,
 // and waits up to wait for /healthz to answer 200. Its standard output is
 // discarded, since `furrow dev` prints demo keys there. It fails, quoting the
 // end of the process's log, if the process exits or stays unhealthy.
@@ -32,7 +35,11 @@ func StartFurrow(ctx context.Context, binary string, args, env []string, wait ti
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{URL: "http://" + addr, exited: make(chan struct{}), logs: &tail{max: 16 << 10}}
+	metrics, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{URL: "http://" + addr, MetricsURL: "http://" + metrics + "/metrics", exited: make(chan struct{}), logs: &tail{max: 16 << 10}}
 	p.cmd = exec.Command(binary, args...)
 	for _, kv := range os.Environ() {
 		// The server under test gets only the settings the tool chooses,
@@ -41,7 +48,9 @@ func StartFurrow(ctx context.Context, binary string, args, env []string, wait ti
 			p.cmd.Env = append(p.cmd.Env, kv)
 		}
 	}
-	p.cmd.Env = append(append(p.cmd.Env, env...), "FURROW_HTTP_ADDR="+addr)
+	// Metrics are on, as in production, on a port of their own; env may
+	// override it.
+	p.cmd.Env = append(append(append(p.cmd.Env, "FURROW_METRICS_ADDR="+metrics), env...), "FURROW_HTTP_ADDR="+addr)
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start furrow %s: %w", strings.Join(args, " "), err)

@@ -38,14 +38,16 @@ func newDatabase(t *testing.T) string {
 
 // furrow is one running furrow process.
 type furrow struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	URL    string
-	env    []string
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	stderr bytes.Buffer
-	exited chan struct{}
+	t   *testing.T
+	cmd *exec.Cmd
+	URL string
+	// MetricsURL is the process's GET /metrics, on its own port.
+	MetricsURL string
+	env        []string
+	mu         sync.Mutex
+	stdout     bytes.Buffer
+	stderr     bytes.Buffer
+	exited     chan struct{}
 }
 
 func (f *furrow) Write(p []byte) (int, error) { // stderr sink
@@ -90,10 +92,22 @@ func launch(t *testing.T, command string, env map[string]string) *furrow {
 }
 
 // launchBinary runs `bin command` with exactly the environment env; url is
-// where its API listens.
+// where its API listens. Unless env sets FURROW_METRICS_ADDR, the metrics
+// listener gets a free port of its own, so that processes never collide on
+// the default one.
 func launchBinary(t *testing.T, bin, command, url string, env []string) *furrow {
 	t.Helper()
-	f := &furrow{t: t, URL: url, env: env, exited: make(chan struct{})}
+	metrics := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "FURROW_METRICS_ADDR="); ok {
+			metrics = v
+		}
+	}
+	if metrics == "" {
+		metrics = freeAddr(t)
+		env = append(env, "FURROW_METRICS_ADDR="+metrics)
+	}
+	f := &furrow{t: t, URL: url, MetricsURL: "http://" + metrics + "/metrics", env: env, exited: make(chan struct{})}
 	f.cmd = exec.Command(bin, command)
 	f.cmd.Env = f.env
 	f.cmd.Stderr = f

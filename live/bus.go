@@ -48,8 +48,9 @@ type Bus struct {
 	log   *slog.Logger
 	warn  *rateLog
 
-	subMu   sync.Mutex // serialises watch and unwatch, keeping their order
-	dropped atomic.Uint64
+	subMu     sync.Mutex // serialises watch and unwatch, keeping their order
+	dropped   atomic.Uint64
+	published atomic.Uint64
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -82,6 +83,9 @@ func (b *Bus) Publish(r furrow.LiveReading) {
 // Dropped returns how many readings were dropped because the queue was full
 // or the transport failed.
 func (b *Bus) Dropped() uint64 { return b.dropped.Load() }
+
+// Published returns how many readings were handed to the transport.
+func (b *Bus) Published() uint64 { return b.published.Load() }
 
 // Subscribe makes s receive the messages of topic t and returns once they
 // flow (on Redis, once the subscription is confirmed). When ctx ends first,
@@ -149,6 +153,8 @@ func (b *Bus) pump() {
 			cancel()
 			if err != nil {
 				b.drop(len(batch), "live: publish failed, readings dropped", err)
+			} else {
+				b.published.Add(uint64(len(batch)))
 			}
 		}
 	}

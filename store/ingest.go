@@ -318,6 +318,9 @@ func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestRe
 			refused[q] = errDeviceGone
 		}
 	}
+	if db.obs != nil {
+		db.obs.IngestBatch(n, n-len(refused))
+	}
 	return refused, nil
 }
 

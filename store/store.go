@@ -43,6 +43,14 @@ type Options struct {
 	// and bounds the liveness ping of a connection idle for over a second
 	// before it is handed out; default 10 s, the ping at most 1 s.
 	DeadConnTimeout time.Duration
+	// Metrics is told of every group-commit transaction; nil: nobody.
+	Metrics IngestMetrics
+}
+
+// IngestMetrics records group commits: rows readings in one transaction,
+// of which stored were committed (the others were refused).
+type IngestMetrics interface {
+	IngestBatch(rows, stored int)
 }
 
 // Defaults of the connection bounds in Options.
@@ -61,6 +69,7 @@ type DB struct {
 	// log and of readings.
 	attemptParts *dayPartitions
 	readingParts *dayPartitions
+	obs          IngestMetrics
 }
 
 // Compile-time checks that DB implements the service interfaces.
@@ -94,7 +103,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
 	}
-	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger,
+	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics,
 		attemptParts: &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
 		readingParts: &dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 )
 
@@ -16,6 +17,10 @@ type Options struct {
 	Address   string // host:port of the frontend
 	Namespace string // "" means "default"
 	Logger    *slog.Logger
+	// Metrics receives the SDK's client and worker metrics; nil: none.
+	Metrics client.MetricsHandler
+	// Interceptors wrap the client and its workers (tracing); nil: none.
+	Interceptors []interceptor.ClientInterceptor
 }
 
 // ClientOptions returns the SDK options for o, logging through o.Logger.
@@ -25,9 +30,11 @@ func ClientOptions(o Options) client.Options {
 		logger = slog.Default()
 	}
 	return client.Options{
-		HostPort:  o.Address,
-		Namespace: o.Namespace,
-		Logger:    tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		HostPort:       o.Address,
+		Namespace:      o.Namespace,
+		Logger:         tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		MetricsHandler: o.Metrics,
+		Interceptors:   o.Interceptors,
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/furrowhq/furrow/dispatch"
 	"github.com/furrowhq/furrow/live"
 	"github.com/furrowhq/furrow/store"
+	"github.com/furrowhq/furrow/telemetry"
 )
 
 // server is the API and the outbox dispatcher, wired from concrete types.
@@ -40,21 +41,26 @@ type server struct {
 
 // newServer connects to PostgreSQL and Redis and assembles the API around
 // the Temporal client tc. It does not start anything.
-func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Client) (*server, error) {
-	db, err := store.Open(ctx, cfg.DatabaseURL, storeOptions(cfg, log))
+func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Logger, tc client.Client) (*server, error) {
+	m := obs.metrics
+	opts := storeOptions(cfg, log)
+	opts.Metrics = m
+	db, err := store.Open(ctx, cfg.DatabaseURL, opts)
 	if err != nil {
 		return nil, err
 	}
 	s := &server{cfg: cfg, log: log, db: db, drain: &drain{ready: db}}
 	var limiter furrow.RateLimiter
+	failOpens := func() int64 { return 0 } // the in-process limiter cannot fail
 	if cfg.RedisURL != "" {
 		if s.redis, err = newRedisClient(cfg.RedisURL, cfg.Bounds); err != nil {
 			db.Close()
 			return nil, err
 		}
-		limiter = ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, ratelimit.SpecLimit, ratelimit.SpecWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
+		failOpen := ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, ratelimit.SpecLimit, ratelimit.SpecWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
 			Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log,
 		})
+		failOpens, limiter = failOpen.Failures, failOpen
 		s.bus = live.NewRedisBus(s.redis, "furrow:live:", log)
 	} else {
 		log.Warn("FURROW_REDIS_URL is not set: the rate limiter and the live bus run in-process; run a single instance only")
@@ -63,8 +69,10 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Clie
 	}
 	s.live = live.NewServer(live.Deps{Bus: s.bus, Logger: log})
 	s.dispatcher = dispatch.New(dispatch.Config{Schedule: cfg.RetrySchedule}, dispatch.Deps{
-		Outbox: db, Webhooks: db, Starter: tc, Logger: log,
+		Outbox: db, Webhooks: db, Starter: m.Starter(tc), Logger: log,
 	})
+	s.watch(m)
+	m.WatchFailOpen(failOpens)
 	if cfg.WebhookAllowPrivate {
 		log.Warn("FURROW_WEBHOOK_ALLOW_PRIVATE is on: webhooks may point at http, loopback and private addresses; never use this in production")
 	}
@@ -76,16 +84,25 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, tc client.Clie
 		RequestTimeout:       cfg.Bounds.Request,
 	}, api.Deps{
 		Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db,
-		Limiter: limiter, Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
+		Limiter: m.Limiter(limiter), Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
 		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log,
 		Live: s.live, LivePage: live.PageHandler(),
 	})
 	b := cfg.Bounds
 	s.http = &http.Server{
-		Addr: cfg.HTTPAddr, Handler: s.drain.wrap(handler),
+		Addr: cfg.HTTPAddr, Handler: s.drain.wrap(m.HTTP(handler)),
 		ReadHeaderTimeout: b.ReadHeader, ReadTimeout: b.Read, WriteTimeout: b.Write, IdleTimeout: b.Idle,
 	}
 	return s, nil
+}
+
+// watch exports the counters the server's parts keep themselves.
+func (s *server) watch(m *telemetry.Metrics) {
+	m.WatchLive(telemetry.LiveStats{
+		Published: s.bus.Published, Dropped: s.bus.Dropped,
+		Connections: func() int { return s.live.Stats().Open },
+	})
+	m.WatchOutbox(s.db, s.log)
 }
 
 // run serves HTTP and dispatches until ctx ends, then shuts down in order:

@@ -36,6 +36,8 @@ type Config struct {
 	ReadingsRetention time.Duration
 	// Bounds are the time limits of requests and connections.
 	Bounds Bounds
+	// MetricsAddr is the /metrics listener; "" when FURROW_METRICS_ADDR is off.
+	MetricsAddr string
 }
 
 // Defaults of DESIGN.md's configuration table.
@@ -44,6 +46,7 @@ const (
 	defaultHTTPAddr    = ":8080"
 	defaultNamespace   = "default"
 	defaultProxies     = "127.0.0.0/8,::1/128"
+	defaultMetricsAddr = ":9464"
 )
 
 // loadConfig reads the FURROW_* variables through getenv. Every malformed
@@ -60,6 +63,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		DevTemporalAddr:   or(getenv("FURROW_DEV_TEMPORAL_ADDR"), "127.0.0.1:7233"),
 		DevUIAddr:         or(getenv("FURROW_DEV_UI_ADDR"), "127.0.0.1:8233"),
 		PprofAddr:         getenv("FURROW_PPROF_ADDR"),
+		MetricsAddr:       or(getenv("FURROW_METRICS_ADDR"), defaultMetricsAddr),
+	}
+	if strings.EqualFold(c.MetricsAddr, "off") {
+		c.MetricsAddr = ""
 	}
 	var err error
 	if c.TrustedProxies, err = parsePrefixes(or(getenv("FURROW_TRUSTED_PROXIES"), defaultProxies)); err != nil {

@@ -89,3 +89,12 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigMetricsAddr(t *testing.T) {
+	for in, want := range map[string]string{"": ":9464", "127.0.0.1:9999": "127.0.0.1:9999", "off": "", "OFF": ""} {
+		c, err := loadConfig(env(map[string]string{"FURROW_METRICS_ADDR": in}))
+		if err != nil || c.MetricsAddr != want {
+			t.Errorf("FURROW_METRICS_ADDR=%q: %q, %v; want %q", in, c.MetricsAddr, err, want)
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 // runDev runs everything in one process: migrations, an embedded Temporal
 // (unless FURROW_TEMPORAL_ADDRESS is set), the API, the dispatcher and the
 // worker; on an empty database it seeds a demo owner, farm and device.
-func runDev(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer) error {
+func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logger, stdout io.Writer) error {
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -28,16 +28,16 @@ func runDev(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer)
 		defer stop()
 		cfg.TemporalAddress, uiURL = addr, ui
 	}
-	tc, err := temporal.Dial(ctx, temporalOptions(cfg, log))
+	tc, err := temporal.Dial(ctx, temporalOptions(cfg, obs, log))
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	s, err := newServer(ctx, cfg, log, tc)
+	s, err := newServer(ctx, cfg, obs, log, tc)
 	if err != nil {
 		return err
 	}
-	w, err := newWorker(cfg, log, tc, s.db)
+	w, err := newWorker(cfg, obs, log, tc, s.db)
 	if err != nil {
 		s.close()
 		return err

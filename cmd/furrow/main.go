@@ -60,16 +60,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if args[0] == "dev" || args[0] == "serve" || args[0] == "worker" {
-		startPprof(cfg.PprofAddr, logger)
-	}
 	switch args[0] {
-	case "dev":
-		return runDev(ctx, cfg, logger, stdout)
-	case "serve":
-		return runServe(ctx, cfg, logger)
-	case "worker":
-		return runWorker(ctx, cfg, logger)
+	case "dev", "serve", "worker":
+		return runService(ctx, args[0], cfg, logger, stdout)
 	case "migrate":
 		return runMigrate(ctx, cfg, logger)
 	case "admin":
@@ -83,4 +76,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 	return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
+}
+
+// runService runs one of the long-running commands with the profiler and
+// the metrics listener beside it.
+func runService(ctx context.Context, command string, cfg Config, log *slog.Logger, stdout io.Writer) error {
+	startPprof(cfg.PprofAddr, log)
+	obs, err := startObservability(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	switch command {
+	case "dev":
+		return runDev(ctx, cfg, obs, log, stdout)
+	case "serve":
+		return runServe(ctx, cfg, obs, log)
+	}
+	return runWorker(ctx, cfg, obs, log)
 }

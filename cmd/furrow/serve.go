@@ -32,20 +32,20 @@ func newControl(tc client.Client, schedule []time.Duration) *temporal.Control {
 // activity); retries and maintenance are left to `furrow worker`. Temporal
 // is dialled lazily so that readings are accepted, and kept in the outbox,
 // while it is down.
-func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
+func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Logger) error {
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
 	}
-	tc, err := temporal.DialLazy(temporalOptions(cfg, log))
+	tc, err := temporal.DialLazy(temporalOptions(cfg, obs, log))
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	s, err := newServer(ctx, cfg, log, tc)
+	s, err := newServer(ctx, cfg, obs, log, tc)
 	if err != nil {
 		return err
 	}
-	build, err := workerBuilder(cfg, log, tc, s.db, true)
+	build, err := workerBuilder(cfg, obs, log, tc, s.db, true)
 	if err != nil {
 		s.close()
 		return err
@@ -55,16 +55,16 @@ func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
 }
 
 // temporalOptions says which Temporal the configuration names.
-func temporalOptions(cfg Config, log *slog.Logger) temporal.Options {
-	return temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log}
+func temporalOptions(cfg Config, obs *observability, log *slog.Logger) temporal.Options {
+	return temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log, Metrics: obs.temporal}
 }
 
 // runWorker runs the Temporal worker of the delivery engine.
-func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
+func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Logger) error {
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
 	}
-	tc, err := temporal.Dial(ctx, temporalOptions(cfg, log))
+	tc, err := temporal.Dial(ctx, temporalOptions(cfg, obs, log))
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer db.Close()
 	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
-	w, err := newWorker(cfg, log, tc, db)
+	w, err := newWorker(cfg, obs, log, tc, db)
 	if err != nil {
 		return err
 	}
@@ -104,8 +104,8 @@ func startWorker(ctx context.Context, cfg Config, tc client.Client, w worker.Wor
 }
 
 // newWorker builds the worker with the guarded webhook HTTP client.
-func newWorker(cfg Config, log *slog.Logger, tc client.Client, db *store.DB) (worker.Worker, error) {
-	build, err := workerBuilder(cfg, log, tc, db, false)
+func newWorker(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB) (worker.Worker, error) {
+	build, err := workerBuilder(cfg, obs, log, tc, db, false)
 	if err != nil {
 		return nil, err
 	}
@@ -115,14 +115,14 @@ func newWorker(cfg Config, log *slog.Logger, tc client.Client, db *store.DB) (wo
 // workerBuilder returns a function building workers with the guarded
 // webhook HTTP client; localOnly leaves regular activities (retries,
 // maintenance) to other workers.
-func workerBuilder(cfg Config, log *slog.Logger, tc client.Client, db *store.DB, localOnly bool) (func() worker.Worker, error) {
+func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, localOnly bool) (func() worker.Worker, error) {
 	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile})
 	if err != nil {
 		return nil, fmt.Errorf("webhook HTTP client: %w", err)
 	}
 	acts := &activities.Activities{
 		Webhooks: db, Events: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
-		Reporter: newControl(tc, cfg.RetrySchedule),
+		Reporter: newControl(tc, cfg.RetrySchedule), Metrics: obs.metrics,
 	}
 	opts := temporal.WorkerOptions{StopTimeout: cfg.ShutdownTimeout, LocalActivitiesOnly: localOnly}
 	return func() worker.Worker { return temporal.NewWorker(tc, acts, opts) }, nil

@@ -1,0 +1,70 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// unmatchedRoute labels requests that matched no route, so that probing
+// random paths cannot grow the number of series.
+const unmatchedRoute = "unmatched"
+
+// HTTP wraps a chi router so that every request is counted and timed by its
+// route pattern (never the raw path), method and status code. It must wrap
+// the router itself: it hands the router the routing context and reads the
+// matched pattern from it afterwards. A nil m returns next unchanged.
+func (m *Metrics) HTTP(next http.Handler) http.Handler {
+	if m == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx := r.Context()
+		rctx := routeContext(&ctx)
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r.WithContext(ctx))
+		m.observeHTTP(routeOf(rctx), methodLabel(r.Method), ww.Status(), time.Since(start))
+	})
+}
+
+func (m *Metrics) observeHTTP(route, method string, status int, took time.Duration) {
+	if status == 0 {
+		status = http.StatusOK // nothing written: net/http answers 200
+	}
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.httpDuration.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+func routeOf(rctx *chi.Context) string {
+	if p := rctx.RoutePattern(); p != "" && p != "/*" {
+		return p
+	}
+	return unmatchedRoute
+}
+
+// methodLabel keeps the label bounded: a client may send any method name.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
+}
+
+// routeContext returns the chi routing context of *ctx, adding a fresh one
+// when there is none, so that whoever wraps the router can read the
+// matched pattern after it ran.
+func routeContext(ctx *context.Context) *chi.Context {
+	if rctx := chi.RouteContext(*ctx); rctx != nil {
+		return rctx
+	}
+	rctx := chi.NewRouteContext()
+	*ctx = context.WithValue(*ctx, chi.RouteCtxKey, rctx)
+	return rctx
+}
