@@ -152,3 +152,32 @@ func TestLiveHeaderWinsOverSubprotocol(t *testing.T) {
 		t.Fatalf("dial: err %v, resp %v; want 401", err, resp)
 	}
 }
+
+// A WebSocket session outlives the request deadline and the server's read
+// and write timeouts, which bound only its handshake.
+func TestLiveSessionOutlivesRequestBounds(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RequestTimeout = 200 * time.Millisecond
+	bus := h.withLive()
+	srv := httptest.NewUnstartedServer(h.handler)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	topic := live.FarmTopic(h.farm)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/live?topic="+topic.String(),
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + h.viewer}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if m := readMessage(t, c); m["type"] != "subscribed" {
+		t.Fatalf("got %v, want subscribed", m)
+	}
+	time.Sleep(time.Second) // past every bound of a request
+	bus.Publish(furrow.LiveReading{Reading: furrow.Reading{FarmID: h.farm, DeviceID: h.device.ID, MetricID: 220, Value: "later", Timestamp: 1}})
+	if m := readMessage(t, c); m["value"] != "later" {
+		t.Fatalf("got %v, want the reading published after the bounds", m)
+	}
+}
