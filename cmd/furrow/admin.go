@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,9 +26,12 @@ func runAdmin(ctx context.Context, cfg Config, args []string, stdout io.Writer) 
 	if len(args) == 0 || args[0] != "create-user" {
 		return fmt.Errorf("admin: expected create-user: %w", errUsage)
 	}
-	fs := flag.NewFlagSet("create-user", flag.ContinueOnError)
+	fs := flag.NewFlagSet("furrow admin create-user", flag.ContinueOnError)
+	fs.SetOutput(stdout)
 	email := fs.String("email", "", "the new user's email")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	} else if err != nil {
 		return errUsage
 	}
 	if *email == "" {

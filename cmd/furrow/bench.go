@@ -1,3 +1,5 @@
+//go:build !nodev || bench
+
 package main
 
 import (
@@ -21,7 +23,7 @@ func runBench(ctx context.Context, cfg Config, args []string, stdout io.Writer, 
 	if len(args) == 0 {
 		return fmt.Errorf("bench: expected baseline, ingest or delivery: %w", errUsage)
 	}
-	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
+	fs := flag.NewFlagSet("furrow bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	switch args[0] {
@@ -166,7 +168,9 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 
 // parse parses flags; a bad flag is a usage error.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	} else if err != nil {
 		return fmt.Errorf("bench: %w", errUsage)
 	}
 	if fs.NArg() > 0 {

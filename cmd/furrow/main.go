@@ -34,8 +34,41 @@ commands:
 configuration is read from FURROW_* environment variables (see README.md)
 `
 
+// commandUsage is the usage of each command without flags of its own,
+// printed by `furrow <command> --help`. Commands with flags print their
+// flag set's usage instead.
+var commandUsage = map[string]string{
+	"dev":     "usage: furrow dev\n\nrun everything in one process: API on FURROW_HTTP_ADDR, embedded Temporal, Temporal UI, dispatcher, worker\n",
+	"serve":   "usage: furrow serve\n\nrun the API and the outbox dispatcher\n",
+	"worker":  "usage: furrow worker\n\nrun the Temporal worker\n",
+	"migrate": "usage: furrow migrate\n\napply the embedded database migrations\n",
+	"admin":   "usage: furrow admin create-user --email E\n\ncreate a user and print {\"id\",\"email\",\"token\"}\n",
+	"bench":   "usage: furrow bench ingest|baseline|delivery [flags]\n\nthe measuring tools of BENCHMARKS.md; furrow bench <tool> --help lists a tool's flags\n",
+	"probe":   "usage: furrow probe URL\n\nexit 0 when URL answers 200 (container health checks)\n",
+}
+
 // errUsage marks a command line that could not be understood.
 var errUsage = errors.New("usage")
+
+// errHelp marks a command line that asked for help, which was printed.
+var errHelp = errors.New("help printed")
+
+// wantsHelp reports whether args ask for help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFlags reports whether the command line names a command with a flag
+// set, which prints its own usage.
+func hasFlags(args []string) bool {
+	return len(args) > 1 && ((args[0] == "admin" && args[1] == "create-user") ||
+		(args[0] == "bench" && !wantsHelp(args[1:2])))
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,6 +88,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) == 0 {
 		return errUsage
 	}
+	if u, ok := commandUsage[args[0]]; ok && wantsHelp(args[1:]) && !hasFlags(args) {
+		fmt.Fprint(stdout, u)
+		return nil
+	}
+	err := runCommand(ctx, args, getenv, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+// runCommand runs the command args[0].
+func runCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg, err := loadConfig(getenv)
 	if err != nil {
