@@ -142,26 +142,24 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // sleep waits for wait, a Wake or the end of ctx; false means ctx ended.
 func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-d.wake:
-	case <-t.C:
-	}
-	return true
+	return d.wait(ctx, wait, d.wake)
 }
 
 // pause waits for wait or the end of ctx, leaving wakes pending; false
 // means ctx ended.
 func (d *Dispatcher) pause(ctx context.Context, wait time.Duration) bool {
+	return d.wait(ctx, wait, nil)
+}
+
+// wait waits for wait, a receive on wake (nil: none) or the end of ctx.
+func (d *Dispatcher) wait(ctx context.Context, wait time.Duration, wake <-chan struct{}) bool {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
+	case <-wake:
 	case <-t.C:
-		return true
 	}
+	return true
 }

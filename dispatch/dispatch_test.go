@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -25,7 +24,7 @@ type world struct {
 	hooks   *hooks
 	starter *starter
 	metrics *recorder
-	logs    *syncBuffer
+	logs    *logLines
 	d       *Dispatcher
 	farm    uuid.UUID
 	on, off furrow.Webhook
@@ -41,12 +40,12 @@ func newWorld(cfg Config) *world {
 		hooks:   newHooks(),
 		starter: &starter{started: map[string]client.StartWorkflowOptions{}, inputs: map[string]workflows.DeliveryInput{}},
 		metrics: &recorder{},
-		logs:    &syncBuffer{},
+		logs:    &logLines{},
 	}
 	w.farm = w.addFarm()
 	w.on, w.off = w.hooks.byFarm[w.farm][0], w.hooks.byFarm[w.farm][1]
 	w.d = New(cfg, Deps{Outbox: w.outbox, Webhooks: w.hooks, Starter: w.starter, Clock: clock, Metrics: w.metrics,
-		Logger: slog.New(slog.NewTextHandler(w.logs, nil))})
+		Logger: slog.New(w.logs)})
 	return w
 }
 
@@ -486,20 +485,27 @@ func (r *recorder) lastBackoff() time.Duration {
 	return r.backoffs[len(r.backoffs)-1]
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// logLines is a slog.Handler keeping each record's message and
+// attributes as one line, safe for concurrent use.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logLines) WithGroup(string) slog.Handler            { return l }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+	return nil
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
