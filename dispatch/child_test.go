@@ -33,7 +33,7 @@ func runChild() int {
 	dbURL, tmpAddr, _ := strings.Cut(os.Getenv(childEnv), " ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	db, err := store.Open(ctx, dbURL, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	db, err := store.Open(ctx, dbURL, store.Options{MaxConns: 4, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

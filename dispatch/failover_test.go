@@ -79,9 +79,14 @@ func temporalAddr(t *testing.T) string {
 	return tmpSrv.FrontendAddr()
 }
 
+// dialTemporal connects at once: the SDK's lazy client initialises itself
+// on first use without a lock, which the race detector reports when
+// several starts are that first use together.
 func dialTemporal(t *testing.T, addr string) client.Client {
 	t.Helper()
-	tc, err := temporal.DialLazy(temporal.Options{Address: addr, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tc, err := temporal.Dial(ctx, temporal.Options{Address: addr, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +99,7 @@ func dialTemporal(t *testing.T, addr string) client.Client {
 type cluster struct {
 	t     *testing.T
 	url   string
+	conn  *pgx.Conn // the test's own queries, from the test goroutine only
 	db    *store.DB
 	tc    client.Client
 	farms []furrow.Webhook // one webhook per farm
@@ -126,7 +132,8 @@ func newCluster(t *testing.T, farms int) *cluster {
 
 func (c *cluster) open(u string) *store.DB {
 	c.t.Helper()
-	db, err := store.Open(context.Background(), u, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	// Few connections: the server's are shared with every test running.
+	db, err := store.Open(context.Background(), u, store.Options{MaxConns: 4, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -227,12 +234,15 @@ func (c *cluster) query(f func(context.Context, *pgx.Conn) error) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.url)
-	if err != nil {
-		c.t.Fatal(err)
+	if c.conn == nil {
+		conn, err := pgx.Connect(ctx, c.url)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.conn = conn
+		c.t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	}
-	defer conn.Close(ctx)
-	if err := f(ctx, conn); err != nil {
+	if err := f(ctx, c.conn); err != nil {
 		c.t.Fatal(err)
 	}
 }
