@@ -23,8 +23,8 @@ type Options struct {
 	Interceptors []interceptor.ClientInterceptor
 }
 
-// ClientOptions returns the SDK options for o, logging through o.Logger.
-func ClientOptions(o Options) client.Options {
+// clientOptions returns the SDK options for o, logging through o.Logger.
+func clientOptions(o Options) client.Options {
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -41,7 +41,7 @@ func ClientOptions(o Options) client.Options {
 // Dial connects to Temporal and checks the connection. It returns an error
 // when the frontend cannot be reached.
 func Dial(ctx context.Context, o Options) (client.Client, error) {
-	c, err := client.DialContext(ctx, ClientOptions(o))
+	c, err := client.DialContext(ctx, clientOptions(o))
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal at %s: %w", o.Address, err)
 	}
@@ -51,5 +51,5 @@ func Dial(ctx context.Context, o Options) (client.Client, error) {
 // DialLazy returns a client that connects on first use, so that a process
 // can start, and keep work in its outbox, while Temporal is down.
 func DialLazy(o Options) (client.Client, error) {
-	return client.NewLazyClient(ClientOptions(o))
+	return client.NewLazyClient(clientOptions(o))
 }

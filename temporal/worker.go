@@ -13,9 +13,6 @@ import (
 
 // WorkerOptions tunes the worker; zero values take the SDK defaults.
 type WorkerOptions struct {
-	MaxConcurrentActivities      int
-	MaxConcurrentLocalActivities int
-	MaxConcurrentWorkflowTasks   int
 	// StopTimeout is how long Stop waits for running activities to finish
 	// before it abandons them to the server's timeouts and retries.
 	StopTimeout time.Duration
@@ -28,11 +25,8 @@ type WorkerOptions struct {
 // the workflows and the activities of acts; the caller wires acts.Reporter.
 func NewWorker(c client.Client, acts *activities.Activities, opts WorkerOptions) worker.Worker {
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize:      opts.MaxConcurrentActivities,
-		MaxConcurrentLocalActivityExecutionSize: opts.MaxConcurrentLocalActivities,
-		MaxConcurrentWorkflowTaskExecutionSize:  opts.MaxConcurrentWorkflowTasks,
-		WorkerStopTimeout:                       opts.StopTimeout,
-		LocalActivityWorkerOnly:                 opts.LocalActivitiesOnly,
+		WorkerStopTimeout:       opts.StopTimeout,
+		LocalActivityWorkerOnly: opts.LocalActivitiesOnly,
 	})
 	Register(w, acts)
 	return w
