@@ -46,7 +46,7 @@ func ParseRole(s string) (Role, error) {
 			return r, nil
 		}
 	}
-	return 0, Errorf(EINVALID, "role must be one of viewer, operator, manager, owner")
+	return 0, Errorf(EINVALID, "The role must be one of viewer, operator, manager, owner.")
 }
 
 // MarshalJSON writes the role's name.
@@ -56,7 +56,7 @@ func (r Role) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
 func (r *Role) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return Errorf(EINVALID, "role must be a string")
+		return Errorf(EINVALID, "The role must be a string.")
 	}
 	v, err := ParseRole(s)
 	if err != nil {

@@ -114,7 +114,7 @@ func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(requestID, s.logRequests, s.recoverer, s.deadline)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
-		return furrow.Errorf(furrow.ENOTFOUND, "no such endpoint")
+		return furrow.Errorf(furrow.ENOTFOUND, "There is no such endpoint.")
 	}))
 	r.MethodNotAllowed(s.handle(func(_ http.ResponseWriter, r *http.Request) error {
 		return errMethod(r.Method)

@@ -47,7 +47,7 @@ func newFakeStore(clock furrow.Clock) *fakeStore {
 	}
 }
 
-var errNotFound = furrow.Errorf(furrow.ENOTFOUND, "not found")
+var errNotFound = furrow.Errorf(furrow.ENOTFOUND, "The resource was not found.")
 
 func (f *fakeStore) CreateUser(_ context.Context, email string) (furrow.User, string, error) {
 	f.mu.Lock()
@@ -68,7 +68,7 @@ func (f *fakeStore) UserByToken(_ context.Context, token string) (furrow.User, e
 	defer f.mu.Unlock()
 	u, ok := f.users[token]
 	if !ok {
-		return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED, "unknown token")
+		return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED, "The token is invalid.")
 	}
 	return u, nil
 }
@@ -89,7 +89,7 @@ func (f *fakeStore) AddMember(_ context.Context, m furrow.Member) error {
 		return errNotFound
 	}
 	if _, ok := f.roles[k]; ok {
-		return furrow.Errorf(furrow.ECONFLICT, "already a member")
+		return furrow.Errorf(furrow.ECONFLICT, "The user is already a member of the farm.")
 	}
 	f.roles[k] = m.Role
 	return nil
@@ -208,7 +208,7 @@ func (f *fakeStore) CreateReadingOnce(ctx context.Context, r furrow.Reading, key
 	now := furrow.Millis(f.clock.Now())
 	if ok && e.reading.Timestamp >= now-furrow.IdempotencyWindow.Milliseconds() {
 		if e.fingerprint != once.Fingerprint {
-			return furrow.Reading{}, furrow.OutboxEvent{}, false, furrow.Errorf(furrow.ECONFLICT, "key reused")
+			return furrow.Reading{}, furrow.OutboxEvent{}, false, furrow.Errorf(furrow.ECONFLICT, "The idempotency key was used with another body.")
 		}
 		return e.reading, furrow.OutboxEvent{}, true, nil
 	}
@@ -251,7 +251,7 @@ func (f *fakeStore) CreateReading(_ context.Context, r furrow.Reading, key *furr
 		return furrow.Reading{}, furrow.OutboxEvent{}, errNotFound
 	}
 	if key != nil && f.keys[*key] != r.DeviceID {
-		return furrow.Reading{}, furrow.OutboxEvent{}, furrow.Errorf(furrow.EUNAUTHORIZED, "key revoked")
+		return furrow.Reading{}, furrow.OutboxEvent{}, furrow.Errorf(furrow.EUNAUTHORIZED, "The key is no longer the device's.")
 	}
 	r.Timestamp = furrow.Millis(f.clock.Now())
 	f.readings = append(f.readings, r)

@@ -77,7 +77,7 @@ func TestFarmsAndMembers(t *testing.T) {
 	wantCode(t, err, furrow.ECONFLICT)
 	err = db.AddMember(ctx, furrow.Member{FarmID: farm.ID, UserID: uuid.New(), Role: furrow.RoleViewer})
 	wantCode(t, err, furrow.ENOTFOUND)
-	if furrow.ErrorMessage(err) != "user not found" {
+	if furrow.ErrorMessage(err) != "The user was not found." {
 		t.Errorf("message = %q, want user not found", furrow.ErrorMessage(err))
 	}
 	err = db.AddMember(ctx, furrow.Member{FarmID: uuid.New(), UserID: other.ID, Role: furrow.RoleViewer})

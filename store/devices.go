@@ -45,7 +45,7 @@ func (db *DB) RotateDeviceKey(ctx context.Context, farmID, deviceID uuid.UUID) (
 		return "", translate(err, "rotate device key", "device")
 	}
 	if tag.RowsAffected() == 0 {
-		return "", furrow.Errorf(furrow.ENOTFOUND, "device not found")
+		return "", furrow.Errorf(furrow.ENOTFOUND, "The device was not found.")
 	}
 	return key, nil
 }

@@ -13,22 +13,22 @@ import (
 // constraintMessages gives the client-safe sentence for a violated
 // constraint, named in the migrations.
 var constraintMessages = map[string]string{
-	"users_email_key":         "a user with this email already exists",
-	"users_token_hash_key":    "token collision; retry",
-	"farm_members_pkey":       "the user is already a member of the farm",
-	"farm_members_farm_fkey":  "farm not found",
-	"farm_members_user_fkey":  "user not found",
-	"devices_key_hash_key":    "device key collision; retry",
-	"devices_farm_fkey":       "farm not found",
-	"readings_device_fkey":    "device not found",
-	"events_farm_fkey":        "farm not found",
-	"events_pkey":             "an event with this id already exists",
-	"webhooks_farm_fkey":      "farm not found",
-	"webhooks_pkey":           "a webhook with this id already exists",
-	"farms_pkey":              "a farm with this id already exists",
-	"devices_pkey":            "a device with this id already exists",
-	"users_pkey":              "a user with this id already exists",
-	"farm_members_role_check": "invalid role",
+	"users_email_key":         "A user with this email already exists.",
+	"users_token_hash_key":    "The new token collided with another; retry.",
+	"farm_members_pkey":       "The user is already a member of the farm.",
+	"farm_members_farm_fkey":  "The farm was not found.",
+	"farm_members_user_fkey":  "The user was not found.",
+	"devices_key_hash_key":    "The new device key collided with another; retry.",
+	"devices_farm_fkey":       "The farm was not found.",
+	"readings_device_fkey":    "The device was not found.",
+	"events_farm_fkey":        "The farm was not found.",
+	"events_pkey":             "An event with this id already exists.",
+	"webhooks_farm_fkey":      "The farm was not found.",
+	"webhooks_pkey":           "A webhook with this id already exists.",
+	"farms_pkey":              "A farm with this id already exists.",
+	"devices_pkey":            "A device with this id already exists.",
+	"users_pkey":              "A user with this id already exists.",
+	"farm_members_role_check": "The role is not valid.",
 }
 
 // PostgreSQL error codes the store translates.
@@ -49,7 +49,7 @@ func translate(err error, op, what string) error {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return furrow.Errorf(furrow.ENOTFOUND, "%s not found", what)
+		return furrow.Errorf(furrow.ENOTFOUND, "The %s was not found.", what)
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -57,12 +57,12 @@ func translate(err error, op, what string) error {
 		switch pe.Code {
 		case pgUniqueViolation:
 			if !known {
-				msg = "the resource already exists"
+				msg = "The resource already exists."
 			}
 			return furrow.Errorf(furrow.ECONFLICT, "%s", msg)
 		case pgForeignKeyViolation:
 			if !known {
-				msg = "a referenced resource was not found"
+				msg = "A referenced resource was not found."
 			}
 			return furrow.Errorf(furrow.ENOTFOUND, "%s", msg)
 		case pgCheckViolation:
@@ -70,7 +70,7 @@ func translate(err error, op, what string) error {
 				return furrow.Errorf(furrow.EINVALID, "%s", msg)
 			}
 		case pgInvalidByteSequence, pgCharacterNotInRepe:
-			return furrow.Errorf(furrow.EINVALID, "text must be valid UTF-8 without NUL characters")
+			return furrow.Errorf(furrow.EINVALID, "Text must be valid UTF-8 without NUL characters.")
 		}
 		// Only code and constraint: the detail may quote row values.
 		return fmt.Errorf("store: %s: postgres error %s (%s)", op, pe.Code, pe.ConstraintName)

@@ -131,15 +131,15 @@ func validEvent(e furrow.Event) (uuid.UUID, error) {
 		return uuid.Nil, err
 	}
 	if !furrow.IsEventType(e.Type) {
-		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "unknown event type")
+		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "The event type is unknown.")
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(e.Data, &obj) != nil || obj == nil {
-		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "event data must be a JSON object")
+		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "The event data must be a JSON object.")
 	}
 	// PostgreSQL jsonb rejects the NUL character.
 	if strings.Contains(string(e.Data), `\u0000`) {
-		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "event data must not contain NUL characters")
+		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "The event data must not contain NUL characters.")
 	}
 	return id, nil
 }

@@ -32,7 +32,7 @@ func (db *DB) CreateFarm(ctx context.Context, owner uuid.UUID, name string) (fur
 // existing member ECONFLICT, an unknown farm or user ENOTFOUND.
 func (db *DB) AddMember(ctx context.Context, m furrow.Member) error {
 	if m.Role.String() == "" {
-		return furrow.Errorf(furrow.EINVALID, "invalid role")
+		return furrow.Errorf(furrow.EINVALID, "The role is not valid.")
 	}
 	_, err := db.pool.Exec(ctx, "INSERT INTO farm_members (farm_id, user_id, role) VALUES ($1, $2, $3)",
 		m.FarmID, m.UserID, int16(m.Role))

@@ -35,7 +35,7 @@ func (db *DB) CreateReadingOnce(ctx context.Context, r furrow.Reading, keyHash *
 		return furrow.Reading{}, furrow.OutboxEvent{}, false, err
 	}
 	if !furrow.ValidIdempotencyKey(once.Key) {
-		return furrow.Reading{}, furrow.OutboxEvent{}, false, furrow.Errorf(furrow.EINVALID, "idempotency key must be 1 to %d printable ASCII characters", furrow.MaxIdempotencyKey)
+		return furrow.Reading{}, furrow.OutboxEvent{}, false, furrow.Errorf(furrow.EINVALID, "The idempotency key must be 1 to %d printable ASCII characters.", furrow.MaxIdempotencyKey)
 	}
 	r.Timestamp = db.nowMs()
 	if err := db.readingParts.ensure(ctx, db, r.Timestamp); err != nil {

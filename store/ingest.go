@@ -325,6 +325,6 @@ func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestRe
 }
 
 var (
-	errKeyRevoked = furrow.Errorf(furrow.EUNAUTHORIZED, "the key is no longer the device's")
-	errDeviceGone = furrow.Errorf(furrow.ENOTFOUND, "device not found")
+	errKeyRevoked = furrow.Errorf(furrow.EUNAUTHORIZED, "The key is no longer the device's.")
+	errDeviceGone = furrow.Errorf(furrow.ENOTFOUND, "The device was not found.")
 )

@@ -153,7 +153,7 @@ func TestBatchWithBadRowStoresTheOthers(t *testing.T) {
 		t.Fatalf("good rows failed: %v, %v", errs[0], errs[2])
 	}
 	wantCode(t, errs[1], furrow.ENOTFOUND)
-	if furrow.ErrorMessage(errs[1]) != "device not found" {
+	if furrow.ErrorMessage(errs[1]) != "The device was not found." {
 		t.Errorf("message %q", furrow.ErrorMessage(errs[1]))
 	}
 	var readings, events int

@@ -32,7 +32,7 @@ func (db *DB) UserByToken(ctx context.Context, token string) (furrow.User, error
 	err := db.pool.QueryRow(ctx, "SELECT id, email FROM users WHERE token_hash = $1", hashOf(token)).
 		Scan(&u.ID, &u.Email)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED, "the token is invalid")
+		return furrow.User{}, furrow.Errorf(furrow.EUNAUTHORIZED, "The token is invalid.")
 	}
 	return u, translate(err, "user by token", "user")
 }

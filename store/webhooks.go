@@ -73,7 +73,7 @@ func (db *DB) DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error {
 		return translate(err, "delete webhook", "webhook")
 	}
 	if tag.RowsAffected() == 0 {
-		return furrow.Errorf(furrow.ENOTFOUND, "webhook not found")
+		return furrow.Errorf(furrow.ENOTFOUND, "The webhook was not found.")
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func (db *DB) SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, f
 		return translate(err, "set webhook state", "webhook")
 	}
 	if tag.RowsAffected() == 0 {
-		return furrow.Errorf(furrow.ENOTFOUND, "webhook not found")
+		return furrow.Errorf(furrow.ENOTFOUND, "The webhook was not found.")
 	}
 	return nil
 }
