@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +14,9 @@ import (
 
 // DeliveryConfig sets up a delivery run.
 type DeliveryConfig struct {
-	// URL is a running server to measure, with DatabaseURL its database.
+	// URL is a running server to measure, with DatabaseURL its database;
+	// several API replicas of one deployment are given comma-separated and
+	// get the readings in turn.
 	// When URL is empty, Binary is started as `furrow dev` on a scratch
 	// database beside DatabaseURL, with RedisURL, trusting the receiver.
 	URL         string
@@ -88,7 +91,7 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 		defer stop()
 	}
 	log.Info("server under test", "url", target.url, "pid", target.pid, "started", target.started)
-	fl, err := newFleet(ctx, target.databaseURL, target.url, cfg.Devices)
+	fl, err := newFleet(ctx, target.databaseURL, target.replica(0), cfg.Devices)
 	if err != nil {
 		return DeliveryResult{}, err
 	}
@@ -113,6 +116,13 @@ type target struct {
 	url, databaseURL string
 	pid              int
 	started          string
+}
+
+// replica returns the URL of the API replica that gets request i: the
+// comma-separated URLs in turn.
+func (t target) replica(i int64) string {
+	urls := strings.Split(t.url, ",")
+	return urls[i%int64(len(urls))]
 }
 
 // startDev starts `furrow dev` on its own Temporal ports and data, trusting
@@ -156,7 +166,7 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	tl := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, tl *tally) {
 		value := strconv.FormatInt(i, 10)
 		began := time.Now()
-		status, _, err := postReading(ctx, hc, t.url, fl.devices[i%int64(len(fl.devices))], value)
+		status, _, err := postReading(ctx, hc, t.replica(i), fl.devices[i%int64(len(fl.devices))], value)
 		if err != nil {
 			tl.failures++
 			tl.lastErr = err

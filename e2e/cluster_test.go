@@ -168,18 +168,18 @@ func TestProductionCluster(t *testing.T) {
 				}
 			}
 		})
-		// Connections to the old Redis that each serve still pools fail
-		// once more (open) before they are replaced.
-		for range 20 {
-			p.post()
-		}
-		limited := newClusterFarm(t, c, 1).poster()
-		for range 121 {
-			limited.post()
-		}
-		if _, st, _ := limited.summary(); st[201] != 120 || st[429] != 1 {
-			t.Fatalf("after Redis came back: %v, want 120 × 201 and 1 × 429", st)
-		}
+		// The limiter remembers the failure for a few seconds (a breaker)
+		// and lets requests through meanwhile; then it is exact again.
+		var last map[int]int
+		waitFor(t, time.Minute, func() bool {
+			limited := newClusterFarm(t, c, 1).poster()
+			for range 121 {
+				limited.post()
+			}
+			_, last, _ = limited.summary()
+			return last[201] == 120 && last[429] == 1
+		})
+		t.Logf("after Redis came back, 121 readings from one device: %v", last)
 	})
 	t.Run("disable after 5 failed chains, reenable signal and reset work as on the dev server", func(t *testing.T) {
 		f := newClusterFarm(t, c, 1)

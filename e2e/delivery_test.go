@@ -283,7 +283,7 @@ func (e *devEnv) failFiveChains(t *testing.T, hookID string) (skippedEvent strin
 	})
 	e.postReading(t, 999)
 	e.rc.quiet(t, 2*time.Second)
-	waitFor(t, 5*time.Second, func() bool {
+	waitFor(t, time.Minute, func() bool {
 		rows := e.attempts(t, hookID)
 		if len(rows) > 0 && strings.Contains(rows[0].Error, "skipped") {
 			skippedEvent = rows[0].EventID

@@ -126,7 +126,7 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 
 func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
 	c := bench.DeliveryConfig{DatabaseURL: cfg.DatabaseURL, Logger: log}
-	fs.StringVar(&c.URL, "url", "", "server to measure (its database is FURROW_DATABASE_URL; it must trust --cert-dir/receiver.pem); empty starts `furrow dev`")
+	fs.StringVar(&c.URL, "url", "", "server to measure, or comma-separated API replicas of one deployment (its database is FURROW_DATABASE_URL; it must trust --cert-dir/receiver.pem); empty starts `furrow dev`")
 	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server; default FURROW_REDIS_URL")
 	fs.StringVar(&c.CertDir, "cert-dir", "", "directory keeping the receiver's certificate (receiver.pem); default a temporary one")
 	fs.Float64Var(&c.Rate, "rate", 50, "readings per second")
