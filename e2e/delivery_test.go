@@ -273,11 +273,11 @@ func (e *devEnv) failFiveChains(t *testing.T, hookID string) (skippedEvent strin
 	e.rc.setAnswer(func(string, int) int { return 400 })
 	for i := 0; i < 5; i++ {
 		e.postReading(t, 400+i)
-		if d := e.rc.next(t, 30*time.Second); d.Status != 400 {
+		if d := e.rc.next(t, time.Minute); d.Status != 400 {
 			t.Fatalf("chain %d: %+v", i+1, d)
 		}
 	}
-	waitFor(t, 30*time.Second, func() bool {
+	waitFor(t, time.Minute, func() bool {
 		w := e.webhook(t, hookID)
 		return !w.Enabled && w.ConsecutiveFailures == 5
 	})
