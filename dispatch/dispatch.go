@@ -119,7 +119,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		switch {
 		case err != nil && p.Dispatched == 0 && (p.Shared || d.failStreak >= 2):
 			backoff = min(max(2*backoff, time.Second), d.cfg.MaxBackoff)
-			d.deps.Metrics.BackingOff(backoff)
+			d.deps.Metrics.DispatchBackingOff(backoff)
 			d.deps.Logger.WarnContext(ctx, "dispatch failed; waiting before claiming again",
 				"err", err, "retry_in", backoff, "released", p.Released, "shared_fault", p.Shared, "dispatcher", d.owner)
 			if !d.pause(ctx, backoff) {
@@ -128,7 +128,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			continue
 		case backoff > 0 && p.Dispatched > 0:
 			backoff = 0
-			d.deps.Metrics.BackingOff(0)
+			d.deps.Metrics.DispatchBackingOff(0)
 			d.deps.Logger.InfoContext(ctx, "dispatch recovered", "dispatcher", d.owner)
 		}
 		if p.Full {

@@ -104,9 +104,6 @@ func TestDispatchStartsOnlySubscribedEnabled(t *testing.T) {
 	if w.hooks.lookups != 1 {
 		t.Errorf("looked up the farm's webhooks %d times, want once per batch", w.hooks.lookups)
 	}
-	if w.metrics.started != 3 {
-		t.Errorf("metrics counted %d starts, want 3", w.metrics.started)
-	}
 }
 
 func TestDispatchRecordsDisabledAsSkipped(t *testing.T) {
@@ -162,6 +159,9 @@ func TestDispatchTemporalDownGivesEverythingBack(t *testing.T) {
 	if len(w.d.farms) != 0 {
 		t.Errorf("farms left aside for a shared fault: %v", w.d.farms)
 	}
+	if w.metrics.released != 4 || w.metrics.failed[true] != 1 {
+		t.Errorf("metrics: released %d, shared failures %d; want 4 and 1", w.metrics.released, w.metrics.failed[true])
+	}
 	w.starter.err = nil
 	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
 		t.Fatal(err)
@@ -200,6 +200,9 @@ func TestDispatchFarmFailureIsolated(t *testing.T) {
 		if !w.claimableByAnother(t, e) {
 			t.Errorf("event %s of the failing farm still leased", e.ID)
 		}
+	}
+	if w.metrics.failed[false] != 1 || w.metrics.released != 2 {
+		t.Errorf("metrics: farm failures %d, released %d; want 1 and 2", w.metrics.failed[false], w.metrics.released)
 	}
 	if !strings.Contains(w.logs.String(), "dispatch of a farm failed; its events were given back") {
 		t.Errorf("the failure was not logged: %s", w.logs)
@@ -455,14 +458,12 @@ func waitFor(t *testing.T, cond func() bool) {
 // recorder is a Metrics that remembers what it was told.
 type recorder struct {
 	mu       sync.Mutex
-	started  int
 	failed   map[bool]int
 	released int
 	backoffs []time.Duration
 }
 
-func (r *recorder) WorkflowsStarted(n int) { r.mu.Lock(); r.started += n; r.mu.Unlock() }
-func (r *recorder) FarmFailed(shared bool) {
+func (r *recorder) DispatchFarmFailed(shared bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.failed == nil {
@@ -470,8 +471,8 @@ func (r *recorder) FarmFailed(shared bool) {
 	}
 	r.failed[shared]++
 }
-func (r *recorder) LeasesReleased(n int) { r.mu.Lock(); r.released += n; r.mu.Unlock() }
-func (r *recorder) BackingOff(d time.Duration) {
+func (r *recorder) DispatchLeasesReleased(n int) { r.mu.Lock(); r.released += n; r.mu.Unlock() }
+func (r *recorder) DispatchBackingOff(d time.Duration) {
 	r.mu.Lock()
 	r.backoffs = append(r.backoffs, d)
 	r.mu.Unlock()

@@ -37,10 +37,7 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem chan struct{}, hooks
 func (d *Dispatcher) start(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
 	opts, in := workflows.DeliveryStart(workflows.DeliveryWorkflowID(w.ID, e.ID), w, e, d.cfg.Schedule)
 	_, err := d.deps.Starter.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in)
-	switch {
-	case err == nil:
-		d.deps.Metrics.WorkflowsStarted(1)
-	case !workflows.AlreadyStarted(err):
+	if err != nil && !workflows.AlreadyStarted(err) {
 		return startError{fmt.Errorf("start delivery of %s to webhook %s: %w", e.ID, w.ID, err)}
 	}
 	return nil

@@ -171,12 +171,12 @@ func (c *cluster) addEvents(n int) []furrow.Event {
 // dispatcher returns a dispatcher on outbox and webhooks, starting on the
 // cluster's Temporal, counting its starts, logging into the test's log.
 func (c *cluster) dispatcher(name string, outbox furrow.Outbox, hooks furrow.WebhookService) (*dispatch.Dispatcher, *counter) {
-	n := &counter{}
+	n := &counter{Client: c.tc}
 	log := slog.New(slog.NewTextHandler(testWriter{c.t, name}, nil))
 	// Starts get a minute: the embedded Temporal shares this process and,
 	// under the race detector on a busy machine, can take seconds a start.
 	cfg := dispatch.Config{StartTimeout: time.Minute}
-	return dispatch.New(cfg, dispatch.Deps{Outbox: outbox, Webhooks: hooks, Starter: c.tc, Logger: log, Metrics: n}), n
+	return dispatch.New(cfg, dispatch.Deps{Outbox: outbox, Webhooks: hooks, Starter: n, Logger: log}), n
 }
 
 // run runs d until the test ends.
@@ -301,17 +301,24 @@ func (c *cluster) checkStarted(events []furrow.Event) {
 	}
 }
 
-// counter is a dispatch.Metrics counting starts.
+// counter is a Starter counting the workflows it starts.
 type counter struct {
+	client.Client
 	mu      sync.Mutex
 	started int
 }
 
-func (n *counter) WorkflowsStarted(k int)   { n.mu.Lock(); n.started += k; n.mu.Unlock() }
-func (n *counter) FarmFailed(bool)          {}
-func (n *counter) LeasesReleased(int)       {}
-func (n *counter) BackingOff(time.Duration) {}
-func (n *counter) count() int               { n.mu.Lock(); defer n.mu.Unlock(); return n.started }
+func (n *counter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	run, err := n.Client.ExecuteWorkflow(ctx, o, wf, args...)
+	if err == nil {
+		n.mu.Lock()
+		n.started++
+		n.mu.Unlock()
+	}
+	return run, err
+}
+
+func (n *counter) count() int { n.mu.Lock(); defer n.mu.Unlock(); return n.started }
 
 // lookups wraps a WebhookService, running before ahead of each webhook
 // lookup; an error from it fails the lookup.

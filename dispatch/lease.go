@@ -59,7 +59,7 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 			d.farms.succeeded(r.farm)
 		case r.released:
 			d.farms.failed(r.farm, now, d.cfg.MaxBackoff)
-			d.deps.Metrics.FarmFailed(false)
+			d.deps.Metrics.DispatchFarmFailed(false)
 			p.FailedFarms++
 			p.Released += len(r.ids) - len(r.done)
 		default:
@@ -68,7 +68,7 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 		}
 	}
 	if shared {
-		d.deps.Metrics.FarmFailed(true)
+		d.deps.Metrics.DispatchFarmFailed(true)
 	}
 	d.noteFarms(results)
 	var err error
@@ -88,7 +88,7 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 		p.Released += n
 		err = errors.Join(err, rerr)
 	}
-	d.deps.Metrics.LeasesReleased(p.Released)
+	d.deps.Metrics.DispatchLeasesReleased(p.Released)
 	p.Shared = shared
 	return p, err
 }

@@ -2,23 +2,23 @@ package dispatch
 
 import "time"
 
-// Metrics receives what the dispatcher does, for the process's metrics.
+// Metrics receives how the dispatcher fares, for the process's metrics
+// (*telemetry.Metrics implements it). Started workflows are counted by the
+// Starter the dispatcher is given.
 type Metrics interface {
-	// WorkflowsStarted counts delivery workflows started.
-	WorkflowsStarted(n int)
-	// FarmFailed counts a farm whose events could not be dispatched in a
-	// pass; shared says the cause was the database or Temporal.
-	FarmFailed(shared bool)
-	// LeasesReleased counts claims given back unfinished.
-	LeasesReleased(n int)
-	// BackingOff reports the wait before the next claim after failures; 0
-	// once a pass succeeds again.
-	BackingOff(wait time.Duration)
+	// DispatchFarmFailed counts a farm whose events could not be dispatched
+	// in a pass; shared says the cause was common to every farm (the
+	// database or Temporal).
+	DispatchFarmFailed(shared bool)
+	// DispatchLeasesReleased counts claims given back unfinished.
+	DispatchLeasesReleased(n int)
+	// DispatchBackingOff reports the wait before the next claim after
+	// failures; 0 once a pass succeeds again.
+	DispatchBackingOff(wait time.Duration)
 }
 
 type noMetrics struct{}
 
-func (noMetrics) WorkflowsStarted(int)     {}
-func (noMetrics) FarmFailed(bool)          {}
-func (noMetrics) LeasesReleased(int)       {}
-func (noMetrics) BackingOff(time.Duration) {}
+func (noMetrics) DispatchFarmFailed(bool)          {}
+func (noMetrics) DispatchLeasesReleased(int)       {}
+func (noMetrics) DispatchBackingOff(time.Duration) {}

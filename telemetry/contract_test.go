@@ -39,6 +39,9 @@ func TestContract(t *testing.T) {
 		"furrow_delivery_latency_seconds":          {dto.MetricType_HISTOGRAM, nil},
 		"furrow_webhooks_disabled_total":           {dto.MetricType_COUNTER, nil},
 		"furrow_devices_offline_total":             {dto.MetricType_COUNTER, nil},
+		"furrow_dispatch_farm_failures_total":      {dto.MetricType_COUNTER, []string{"cause"}},
+		"furrow_dispatch_leases_released_total":    {dto.MetricType_COUNTER, nil},
+		"furrow_dispatch_backoff_seconds":          {dto.MetricType_GAUGE, nil},
 	}
 	mfs, err := m.Registry().Gather()
 	if err != nil {

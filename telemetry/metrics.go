@@ -38,6 +38,7 @@ type Metrics struct {
 	latency        prometheus.Histogram
 	disabled       prometheus.Counter
 	offline        prometheus.Counter
+	dispatch       dispatchMetrics
 }
 
 // New returns the instruments registered on a new registry that also holds
@@ -58,6 +59,7 @@ func New() *Metrics {
 	m.latency = histogram(reg, "furrow_delivery_latency_seconds", "From the event's occurred_at_ms to the receiver's 2xx.", []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400})
 	m.disabled = counter(reg, "furrow_webhooks_disabled_total", "Webhooks disabled after consecutive failed chains.")
 	m.offline = counter(reg, "furrow_devices_offline_total", "Devices marked offline (device.offline emitted).")
+	m.dispatch = newDispatchMetrics(reg)
 	for _, r := range []string{ResultDelivered, ResultRetry, ResultFailed, ResultSkipped} {
 		m.attempts.WithLabelValues(r) // Every result is shown from the start, at 0.
 	}

@@ -69,7 +69,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	}
 	s.live = live.NewServer(live.Deps{Bus: s.bus, Logger: log})
 	s.dispatcher = dispatch.New(dispatch.Config{Schedule: cfg.RetrySchedule}, dispatch.Deps{
-		Outbox: db, Webhooks: db, Starter: m.Starter(tc), Logger: log,
+		Outbox: db, Webhooks: db, Starter: m.Starter(tc), Logger: log, Metrics: m,
 	})
 	s.watch(m)
 	m.WatchFailOpen(failOpens)
