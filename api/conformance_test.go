@@ -15,10 +15,5 @@ func TestFakeConformance(t *testing.T) {
 		f := newFakeStore(clock)
 		return storetest.Subject{Users: f, Farms: f, Devices: f, Readings: f, Events: f, Webhooks: f}
 	}
-	t.Run("UserService", func(t *testing.T) { storetest.UserService(t, newSubject) })
-	t.Run("FarmService", func(t *testing.T) { storetest.FarmService(t, newSubject) })
-	t.Run("DeviceService", func(t *testing.T) { storetest.DeviceService(t, newSubject) })
-	t.Run("ReadingService", func(t *testing.T) { storetest.ReadingService(t, newSubject) })
-	t.Run("EventService", func(t *testing.T) { storetest.EventService(t, newSubject) })
-	t.Run("WebhookService", func(t *testing.T) { storetest.WebhookService(t, newSubject) })
+	storetest.APIServices(t, newSubject)
 }

@@ -77,3 +77,14 @@ func (e *env) wantCode(err error, code, what string) {
 		e.t.Fatalf("%s: error %v (code %q), want code %q", what, err, got, code)
 	}
 }
+
+// APIServices runs the suites of every service the API depends on.
+func APIServices(t *testing.T, newSubject New) {
+	t.Run("UserService", func(t *testing.T) { UserService(t, newSubject) })
+	t.Run("FarmService", func(t *testing.T) { FarmService(t, newSubject) })
+	t.Run("DeviceService", func(t *testing.T) { DeviceService(t, newSubject) })
+	t.Run("ReadingService", func(t *testing.T) { ReadingService(t, newSubject) })
+	t.Run("Idempotency", func(t *testing.T) { Idempotency(t, newSubject) })
+	t.Run("EventService", func(t *testing.T) { EventService(t, newSubject) })
+	t.Run("WebhookService", func(t *testing.T) { WebhookService(t, newSubject) })
+}
