@@ -71,7 +71,7 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 		return res, nil
 	}
 	res.Failures = w.ConsecutiveFailures
-	sent := a.post(ctx, w, row.DeliveryID, body)
+	sent := a.post(ctx, w, in.EventID, row.DeliveryID, body)
 	row.StatusCode, row.ResponseBody, row.Error = sent.status, sent.body, sent.errText
 	row.DurationMs, row.AtMs = sent.duration.Milliseconds(), furrow.Millis(sent.at)
 	a.record(ctx, row)
@@ -115,9 +115,9 @@ type sent struct {
 	timeout  bool
 }
 
-// post sends body, signed over exactly those bytes, and reads at most
-// furrow.MaxResponseBody of the answer.
-func (a *Activities) post(ctx context.Context, w furrow.Webhook, deliveryID uuid.UUID, body []byte) sent {
+// post sends body with every delivery header, signed over exactly those
+// bytes, and reads at most furrow.MaxResponseBody of the answer.
+func (a *Activities) post(ctx context.Context, w furrow.Webhook, eventID string, deliveryID uuid.UUID, body []byte) sent {
 	ctx, cancel := context.WithTimeout(ctx, furrow.DeliveryTimeout)
 	defer cancel()
 	s := sent{at: a.Clock.Now()}
@@ -126,10 +126,7 @@ func (a *Activities) post(ctx context.Context, w furrow.Webhook, deliveryID uuid
 		s.errText = "invalid endpoint address"
 		return s
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", webhook.UserAgent)
-	req.Header.Set(webhook.SignatureHeader, webhook.Sign(w.Secret, s.at, body))
-	req.Header.Set(webhook.DeliveryHeader, deliveryID.String())
+	req.Header = webhook.DeliveryHeaders(w.Secret, eventID, deliveryID.String(), s.at, body)
 	resp, err := a.client().Do(req)
 	if err != nil {
 		s.duration = a.Clock.Now().Sub(s.at)

@@ -138,6 +138,9 @@ func TestDeliverSendsSignedEnvelope(t *testing.T) {
 	if err := webhook.Verify(secret, r.header.Get(webhook.SignatureHeader), r.body, time.UnixMilli(1714564800123)); err != nil {
 		t.Errorf("signature over the raw body does not verify: %v", err)
 	}
+	if err := webhook.VerifyStandard(secret, r.header, r.body, time.UnixMilli(1714564800123)); err != nil || r.header.Get(webhook.IDHeader) != s.event.ID {
+		t.Errorf("Standard Webhooks headers (webhook-id %q): %v", r.header.Get(webhook.IDHeader), err)
+	}
 	if want := `"data":{"device_id":"x","value":"21.50"}`; !strings.Contains(string(r.body), want) {
 		t.Errorf("body %s lacks %s", r.body, want)
 	}
@@ -161,6 +164,9 @@ func TestDeliverNewDeliveryIDPerAttempt(t *testing.T) {
 	a, b := (*got)[0].header.Get(webhook.DeliveryHeader), (*got)[1].header.Get(webhook.DeliveryHeader)
 	if a == "" || a == b {
 		t.Fatalf("delivery ids %q and %q, want distinct", a, b)
+	}
+	if a, b := (*got)[0].header.Get(webhook.IDHeader), (*got)[1].header.Get(webhook.IDHeader); a != s.event.ID || b != a {
+		t.Fatalf("webhook-id %q then %q, want the event id %s on every attempt", a, b, s.event.ID)
 	}
 	if s.attempts[0].Attempt != 1 || s.attempts[1].Attempt != 2 {
 		t.Errorf("attempt numbers %d, %d", s.attempts[0].Attempt, s.attempts[1].Attempt)

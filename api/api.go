@@ -121,6 +121,7 @@ func (s *server) routes() http.Handler {
 	}))
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	r.Get("/api/openapi.json", s.openAPI)
 	r.Post("/api/metric-values", s.handle(s.postMetricValue))
 	if s.Live != nil {
 		r.With(s.authUser(liveToken)).Get(livePath, untimed(s.handle(s.liveConnect)))

@@ -133,6 +133,9 @@ type req struct {
 	method, path, body string
 	peer               string
 	header             map[string]string
+	// stub says a test double answers instead of Furrow's handler, so the
+	// exchange is not held to the OpenAPI document.
+	stub bool
 }
 
 func (h *harness) do(q req) response {
@@ -142,12 +145,18 @@ func (h *harness) do(q req) response {
 	if q.peer != "" {
 		r.RemoteAddr = q.peer
 	}
+	if q.body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range q.header {
 		r.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
 	h.handler.ServeHTTP(w, r)
 	b, _ := io.ReadAll(w.Result().Body)
+	if !q.stub {
+		checkContract(h.t, r, []byte(q.body), w.Result(), b)
+	}
 	return response{w.Code, w.Result().Header, string(b)}
 }
 

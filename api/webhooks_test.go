@@ -145,7 +145,7 @@ func TestAttempts(t *testing.T) {
 	h := newHarness(t)
 	w := h.createHook(`{"url":"https://example.com/a"}`)
 	for i := 1; i <= 3; i++ {
-		_ = h.store.AddAttempt(t.Context(), furrow.Attempt{DeliveryID: uuid.New(), WebhookID: w.ID, EventID: "evt_x", Attempt: i, StatusCode: 500})
+		_ = h.store.AddAttempt(t.Context(), furrow.Attempt{DeliveryID: uuid.New(), WebhookID: w.ID, EventID: "evt_" + uuid.NewString(), Attempt: i, StatusCode: 500})
 	}
 	var list []furrow.Attempt
 	r := h.user(h.manager, "GET", h.farmPath("/webhooks/"+w.ID.String()+"/attempts?limit=2"), "")

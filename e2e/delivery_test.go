@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/furrowhq/furrow/api"
 )
 
 // devEnv is `furrow dev` with its embedded Temporal on free ports and a
@@ -128,6 +131,18 @@ func TestDeliveryEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("both verifiers accept the same real delivery", func(t *testing.T) {
+		e.postReading(t, 7)
+		d := rc.next(t, 10*time.Second)
+		if !d.FurrowVerified || !d.StandardVerified || d.WebhookID != d.EventID {
+			t.Fatalf("delivery %+v: want it verified by Furrow's verifier and the Standard Webhooks library, with webhook-id the event id", d)
+		}
+		r := do(t, nil, "GET", e.f.URL+"/api/openapi.json", nil)
+		if r.Status != 200 || !bytes.Equal(r.Body, api.OpenAPI) {
+			t.Fatalf("GET /api/openapi.json: %d, want the embedded document", r.Status)
+		}
+	})
+
 	t.Run("500 then 200 is retried with a new delivery id", func(t *testing.T) {
 		rc.setAnswer(func(_ string, nth int) int {
 			if nth == 1 {
@@ -137,7 +152,8 @@ func TestDeliveryEndToEnd(t *testing.T) {
 		})
 		e.postReading(t, 1)
 		first, second := rc.next(t, 10*time.Second), rc.next(t, 10*time.Second)
-		if first.EventID != second.EventID || first.Status != 500 || second.Status != 200 || first.DeliveryID == second.DeliveryID || !second.Verified {
+		if first.EventID != second.EventID || first.Status != 500 || second.Status != 200 || first.DeliveryID == second.DeliveryID || !second.Verified ||
+			first.WebhookID != first.EventID || second.WebhookID != first.EventID {
 			t.Fatalf("attempts %+v then %+v", first, second)
 		}
 		waitFor(t, 5*time.Second, func() bool {

@@ -213,8 +213,9 @@ func (r response) errorCode(t *testing.T) (code, reason string) {
 	return e.Error, e.Reason
 }
 
-// do sends one request. body may be nil, a string (sent as is) or a value
-// (JSON-encoded). headers alternate name, value.
+// do sends one request with c (nil: the default client), validating it and
+// its answer against the OpenAPI document. body may be nil, a string (sent
+// as is) or a value (JSON-encoded). headers alternate name, value.
 func do(t *testing.T, c *http.Client, method, url string, body any, headers ...string) response {
 	t.Helper()
 	var rd io.Reader
@@ -241,10 +242,7 @@ func do(t *testing.T, c *http.Client, method, url string, body any, headers ...s
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := checked(t, c).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}

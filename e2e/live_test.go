@@ -52,6 +52,7 @@ func dialLive(t *testing.T, base, token string, topics ...string) (*websocket.Co
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, liveURL(base, topics...), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + token}},
+		HTTPClient: checked(t, nil),
 	})
 	if err == nil {
 		t.Cleanup(func() { conn.CloseNow() })

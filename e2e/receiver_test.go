@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/furrowhq/furrow/webhook"
 )
 
@@ -21,14 +23,22 @@ type delivery struct {
 	Type       string
 	DeliveryID string
 	UserAgent  string
-	Verified   bool
-	Status     int
-	Data       json.RawMessage
+	// WebhookID is the Standard Webhooks webhook-id header.
+	WebhookID string
+	// FurrowVerified and StandardVerified say whether Furrow's verifier
+	// (X-Service-Signature) and the Standard Webhooks library
+	// (webhook-signature) accepted the same request; Verified is both.
+	FurrowVerified   bool
+	StandardVerified bool
+	Verified         bool
+	Status           int
+	Data             json.RawMessage
 }
 
 // receiver is a local HTTPS webhook endpoint with a self-signed certificate
 // that checks every signature and answers what the test tells it to.
 type receiver struct {
+	t      *testing.T
 	srv    *httptest.Server
 	CAFile string
 
@@ -41,7 +51,8 @@ type receiver struct {
 
 func newReceiver(t *testing.T) *receiver {
 	t.Helper()
-	rc := &receiver{arrivals: make(chan delivery, 1000), answer: func(string, int) int { return 200 }}
+	rc := &receiver{t: t, arrivals: make(chan delivery, 1000), answer: func(string, int) int { return 200 }}
+	mustContract(t)
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)
 	rc.CAFile = filepath.Join(t.TempDir(), "receiver-ca.pem")
@@ -77,13 +88,18 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		Data json.RawMessage
 	}
 	_ = json.Unmarshal(body, &env)
+	if err := mustContract(rc.t).CheckDelivery(env.Type, r, body); err != nil {
+		rc.t.Errorf("OpenAPI contract: %v", err)
+	}
 	rc.mu.Lock()
 	d := delivery{
 		EventID: env.ID, Type: env.Type, Data: env.Data,
 		DeliveryID: r.Header.Get(webhook.DeliveryHeader), UserAgent: r.Header.Get("User-Agent"),
-		Verified: r.Header.Get("Content-Type") == "application/json" &&
-			webhook.Verify(rc.secret, r.Header.Get(webhook.SignatureHeader), body, time.Now()) == nil,
+		WebhookID:        r.Header.Get(webhook.IDHeader),
+		FurrowVerified:   webhook.Verify(rc.secret, r.Header.Get(webhook.SignatureHeader), body, time.Now()) == nil,
+		StandardVerified: standardVerify(rc.secret, r.Header, body) == nil,
 	}
+	d.Verified = r.Header.Get("Content-Type") == "application/json" && d.FurrowVerified && d.StandardVerified
 	nth := 1
 	for _, g := range rc.got {
 		if g.EventID == d.EventID {
@@ -120,4 +136,14 @@ func (rc *receiver) quiet(t *testing.T, d time.Duration) {
 		t.Fatalf("unexpected delivery of %s", got.EventID)
 	case <-time.After(d):
 	}
+}
+
+// standardVerify checks the Standard Webhooks headers with that standard's
+// own Go library, unchanged.
+func standardVerify(secret string, h http.Header, body []byte) error {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return err
+	}
+	return wh.Verify(body, h)
 }

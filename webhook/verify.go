@@ -99,7 +99,13 @@ func (s signature) check(secret string, body []byte, now time.Time, tolerance ti
 	if !matched {
 		return ErrMismatch
 	}
-	age := now.Sub(s.at)
+	return checkAge(s.at, now, tolerance)
+}
+
+// checkAge returns ErrTooOld when at is further than tolerance from now, in
+// either direction.
+func checkAge(at, now time.Time, tolerance time.Duration) error {
+	age := now.Sub(at)
 	if age > tolerance {
 		return fmt.Errorf("%w: timestamp is %s old, tolerance is %s", ErrTooOld, age.Round(time.Second), tolerance)
 	}

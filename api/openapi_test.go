@@ -1,0 +1,174 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/furrowhq/furrow/api/ratelimit"
+	"github.com/furrowhq/furrow/internal/apitest"
+)
+
+// contract is the validator of the embedded document, built once.
+var contract = sync.OnceValues(func() (*apitest.Contract, error) { return apitest.Load(OpenAPI) })
+
+// checkContract fails t when the exchange disagrees with the document.
+func checkContract(t *testing.T, r *http.Request, reqBody []byte, resp *http.Response, respBody []byte) {
+	t.Helper()
+	c, err := contract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Check(r, reqBody, resp, respBody); err != nil {
+		t.Errorf("OpenAPI contract: %v", err)
+	}
+}
+
+// documentRoutes returns "METHOD /path" for every operation of the
+// document, path parameters as {name}.
+func documentRoutes(t *testing.T) []string {
+	t.Helper()
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	var routes []string
+	for path, item := range doc.Paths {
+		for method := range item {
+			switch method {
+			case "get", "put", "post", "delete", "options", "head", "patch", "trace":
+				routes = append(routes, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	slices.Sort(routes)
+	return routes
+}
+
+// chiRoutes returns "METHOD /path" for every route the router serves, with
+// every optional handler mounted.
+func chiRoutes(t *testing.T) []string {
+	t.Helper()
+	h := newHarness(t)
+	h.deps.Live = http.NotFoundHandler()
+	h.deps.LivePage = http.NotFoundHandler()
+	h.rebuild()
+	var routes []string
+	err := chi.Walk(h.handler.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if len(route) > 1 {
+			route = strings.TrimSuffix(route, "/") // chi serves /api/farms and /api/farms/ alike
+		}
+		routes = append(routes, method+" "+route)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(routes)
+	return slices.Compact(routes)
+}
+
+// TestOpenAPIRoutes fails when a served route is missing from the document
+// or the document names a route that is not served.
+func TestOpenAPIRoutes(t *testing.T) {
+	served, documented := chiRoutes(t), documentRoutes(t)
+	for _, r := range served {
+		if !slices.Contains(documented, r) {
+			t.Errorf("route %s is served but missing from api/openapi.json", r)
+		}
+	}
+	for _, r := range documented {
+		if !slices.Contains(served, r) {
+			t.Errorf("api/openapi.json names %s, which is not served", r)
+		}
+	}
+	if len(served) < 15 {
+		t.Fatalf("walked only %d routes: %v", len(served), served)
+	}
+}
+
+// TestOpenAPIDocumentValid checks that the document is valid OpenAPI 3.1
+// with a webhook for every event type.
+func TestOpenAPIDocumentValid(t *testing.T) {
+	c, err := contract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Document().Version; v != "3.1.0" {
+		t.Fatalf("openapi = %q, want 3.1.0", v)
+	}
+	for _, typ := range []string{"metric.value", "device.offline", "trigger.fired", "recommendation.created"} {
+		if _, ok := c.Document().Webhooks.Get(typ); !ok {
+			t.Errorf("webhooks has no %s", typ)
+		}
+	}
+}
+
+// TestOpenAPIServed checks that the document is served as is, without a
+// credential and outside the rate limit.
+func TestOpenAPIServed(t *testing.T) {
+	h := newHarness(t)
+	for i := range ratelimit.SpecLimit + 5 {
+		r := h.do(req{method: "GET", path: "/api/openapi.json"})
+		if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("request %d: status %d, Content-Type %q", i, r.Status, r.Header.Get("Content-Type"))
+		}
+		if i == 0 && !bytes.Equal([]byte(r.Body), OpenAPI) {
+			t.Fatal("served document differs from api/openapi.json")
+		}
+	}
+}
+
+// TestOpenAPINumbers checks that the numbers the document states are the
+// ones the code enforces.
+func TestOpenAPINumbers(t *testing.T) {
+	var doc struct {
+		Paths struct {
+			MetricValues struct {
+				Post struct {
+					RateLimit struct {
+						Requests      int `json:"requests"`
+						WindowSeconds int `json:"window_seconds"`
+					} `json:"x-furrow-rate-limit"`
+				} `json:"post"`
+			} `json:"/api/metric-values"`
+		} `json:"paths"`
+		Components struct {
+			Parameters struct {
+				Limit struct {
+					Schema struct{ Maximum, Default int } `json:"schema"`
+				} `json:"limit"`
+			} `json:"parameters"`
+			Schemas struct {
+				Name struct {
+					Properties struct {
+						Name struct {
+							MaxLength int `json:"maxLength"`
+						} `json:"name"`
+					} `json:"properties"`
+				} `json:"Name"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	rl := doc.Paths.MetricValues.Post.RateLimit
+	if rl.Requests != ratelimit.SpecLimit || rl.WindowSeconds != int(ratelimit.SpecWindow.Seconds()) {
+		t.Errorf("x-furrow-rate-limit = %+v, want %d per %s", rl, ratelimit.SpecLimit, ratelimit.SpecWindow)
+	}
+	if l := doc.Components.Parameters.Limit.Schema; l.Maximum != maxLimit || l.Default != defaultLimit {
+		t.Errorf("limit parameter = %+v, want maximum %d default %d", l, maxLimit, defaultLimit)
+	}
+	if n := doc.Components.Schemas.Name.Properties.Name.MaxLength; n != maxNameBytes {
+		t.Errorf("name maxLength = %d, want %d", n, maxNameBytes)
+	}
+}

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Example receiver of Furrow webhook deliveries, standard library only.
+
+It verifies either signature of a delivery over the raw body bytes:
+
+* X-Service-Signature: t=<epoch ms>,v1=<hex HMAC-SHA256 of "<t>.<body>">,
+  keyed with the UTF-8 bytes of the whole secret (whsec_ included);
+* webhook-signature (Standard Webhooks): v1,<base64 HMAC-SHA256 of
+  "<webhook-id>.<webhook-timestamp>.<body>">, keyed with the base64 decoding
+  of the secret after its whsec_ prefix;
+
+rejects timestamps more than 5 minutes from now, acknowledges at once with
+204, and drops events it has seen (deliveries are at-least-once).
+
+    WEBHOOK_SECRET=whsec_... python3 receiver.py --port 9000
+    python3 receiver.py --check-vectors ../../webhook/testdata/signature-vectors.json
+"""
+
+import argparse
+import base64
+import binascii
+import collections
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import sys
+import time
+
+TOLERANCE_MS = 5 * 60 * 1000
+MAX_BODY = 1 << 20
+MAX_HEADER = 4096
+PREFIX = "whsec_"
+
+
+class Rejected(Exception):
+    """A delivery that fails verification; str() is the verdict."""
+
+
+def _digits(text, what):
+    if not text or len(text) > 18 or not text.isascii() or not text.isdigit():
+        raise Rejected("malformed")
+    return int(text)
+
+
+def _check_age(signed_ms, now_ms):
+    if abs(now_ms - signed_ms) > TOLERANCE_MS:
+        raise Rejected("too_old")
+
+
+def verify_service_signature(secret, header, body, now_ms):
+    """Checks X-Service-Signature; raises Rejected with the verdict."""
+    if not secret:
+        raise ValueError("empty secret")
+    if header is None or not header.strip():
+        raise Rejected("missing")
+    if len(header) > MAX_HEADER:
+        raise Rejected("malformed")
+    t, v1 = None, []
+    for part in header.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise Rejected("malformed")
+        if key == "t":
+            if t is not None:
+                raise Rejected("malformed")
+            t = value
+            _digits(value, "t")
+        elif key == "v1":
+            try:
+                raw = bytes.fromhex(value)
+            except ValueError:
+                raise Rejected("malformed")
+            if len(raw) != 32 or value.strip() != value:
+                raise Rejected("malformed")
+            v1.append(raw)
+    if t is None or not v1:
+        raise Rejected("malformed")
+    expected = hmac.new(secret.encode("utf-8"), t.encode("ascii") + b"." + body, hashlib.sha256).digest()
+    matched = False
+    for got in v1:  # compare every value, in constant time
+        matched |= hmac.compare_digest(expected, got)
+    if not matched:
+        raise Rejected("mismatch")
+    _check_age(int(t), now_ms)
+
+
+def standard_key(secret):
+    """The Standard Webhooks key: base64 decoding of the text after whsec_."""
+    text = secret[len(PREFIX):] if secret.startswith(PREFIX) else secret
+    try:
+        key = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    return key or secret.encode("utf-8")
+
+
+def verify_standard_signature(secret, headers, body, now_ms):
+    """Checks the Standard Webhooks headers; raises Rejected with the verdict."""
+    if not secret:
+        raise ValueError("empty secret")
+    msg_id = headers.get("webhook-id")
+    ts = headers.get("webhook-timestamp")
+    sigs = headers.get("webhook-signature")
+    if not msg_id or not ts or not sigs:
+        raise Rejected("missing")
+    if len(sigs) > MAX_HEADER:
+        raise Rejected("malformed")
+    seconds = _digits(ts, "webhook-timestamp")
+    signed = msg_id.encode("utf-8") + b"." + str(seconds).encode("ascii") + b"." + body
+    expected = hmac.new(standard_key(secret), signed, hashlib.sha256).digest()
+    matched = False
+    for candidate in sigs.split(" "):
+        version, sep, value = candidate.partition(",")
+        if not sep or version != "v1":
+            continue
+        try:
+            got = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        matched |= hmac.compare_digest(expected, got)
+    if not matched:
+        raise Rejected("mismatch")
+    _check_age(seconds * 1000, now_ms)
+
+
+def verdict(check):
+    try:
+        check()
+    except Rejected as r:
+        return str(r)
+    return "valid"
+
+
+def check_vectors(path):
+    """Verifies every case of the vectors file; returns the disagreements."""
+    with open(path, encoding="utf-8") as f:
+        vectors = json.load(f)
+    if vectors["tolerance_seconds"] * 1000 != TOLERANCE_MS:
+        return ["tolerance_seconds differs from this receiver's"]
+    wrong = []
+    for case in vectors["cases"]:
+        body = base64.b64decode(case["body_base64"])
+        if body != case["body"].encode("utf-8"):
+            wrong.append("%s: body_base64 is not the body" % case["name"])
+        headers = {k.lower(): v for k, v in case["headers"].items()}
+        secret, now = case["secret"], case["now_ms"]
+        got = {
+            "X-Service-Signature": verdict(lambda: verify_service_signature(secret, headers.get("x-service-signature"), body, now)),
+            "webhook-signature": verdict(lambda: verify_standard_signature(secret, headers, body, now)),
+        }
+        for scheme, want in case["expect"].items():
+            if got[scheme] != want:
+                wrong.append("%s: %s is %s, want %s" % (case["name"], scheme, got[scheme], want))
+    print("%d cases checked" % len(vectors["cases"]))
+    return wrong
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    """Verifies, deduplicates and acknowledges one delivery per request."""
+
+    secret = ""
+    seen = collections.OrderedDict()
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self._answer(413, "body too large")
+            return
+        body = self.rfile.read(length)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        now = int(time.time() * 1000)
+        try:
+            if "webhook-signature" in headers:
+                verify_standard_signature(self.secret, headers, body, now)
+            else:
+                verify_service_signature(self.secret, headers.get("x-service-signature"), body, now)
+        except Rejected as r:
+            # Furrow does not retry a 4xx: a bad signature stays refused.
+            self._answer(401 if str(r) in ("mismatch", "too_old") else 400, str(r))
+            return
+        event = json.loads(body)
+        duplicate = event["id"] in self.seen
+        self.seen[event["id"]] = True
+        while len(self.seen) > 100_000:
+            self.seen.popitem(last=False)
+        self._answer(204, "")
+        if not duplicate:  # a real receiver queues the slow work here
+            print("event %s of type %s" % (event["id"], event["type"]), flush=True)
+
+    def _answer(self, status, text):
+        data = text.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, fmt, *args):
+        pass
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=9000)
+    parser.add_argument("--check-vectors", metavar="FILE", help="verify the signature test vectors and exit")
+    args = parser.parse_args()
+    if args.check_vectors:
+        wrong = check_vectors(args.check_vectors)
+        for w in wrong:
+            print(w, file=sys.stderr)
+        if wrong:
+            sys.exit(1)
+        print("all cases agree")
+        return
+    Handler.secret = os.environ.get("WEBHOOK_SECRET", "")
+    if not Handler.secret:
+        sys.exit("set WEBHOOK_SECRET to the webhook's signing secret")
+    server = http.server.ThreadingHTTPServer(("", args.port), Handler)
+    print("listening on :%d" % args.port, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
