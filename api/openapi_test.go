@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/internal/apitest"
 )
@@ -134,6 +135,9 @@ func TestOpenAPINumbers(t *testing.T) {
 		Paths struct {
 			MetricValues struct {
 				Post struct {
+					Parameters []struct {
+						Schema struct{ MaxLength int } `json:"schema"`
+					} `json:"parameters"`
 					RateLimit struct {
 						Requests      int `json:"requests"`
 						WindowSeconds int `json:"window_seconds"`
@@ -164,6 +168,9 @@ func TestOpenAPINumbers(t *testing.T) {
 	rl := doc.Paths.MetricValues.Post.RateLimit
 	if rl.Requests != ratelimit.SpecLimit || rl.WindowSeconds != int(ratelimit.SpecWindow.Seconds()) {
 		t.Errorf("x-furrow-rate-limit = %+v, want %d per %s", rl, ratelimit.SpecLimit, ratelimit.SpecWindow)
+	}
+	if p := doc.Paths.MetricValues.Post.Parameters; len(p) != 1 || p[0].Schema.MaxLength != furrow.MaxIdempotencyKey {
+		t.Errorf("Idempotency-Key parameter = %+v, want maxLength %d", p, furrow.MaxIdempotencyKey)
 	}
 	if l := doc.Components.Parameters.Limit.Schema; l.Maximum != maxLimit || l.Default != defaultLimit {
 		t.Errorf("limit parameter = %+v, want maximum %d default %d", l, maxLimit, defaultLimit)

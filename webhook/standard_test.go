@@ -10,10 +10,10 @@ import (
 
 func TestStandardKey(t *testing.T) {
 	cases := map[string]int{
-		"whsec_" + strings.Repeat("ab", 32):                 48, // older secrets: 64 hex digits are base64 too
+		"whsec_" + strings.Repeat("ab", 32):                  48, // older secrets: 64 hex digits are base64 too
 		"whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=": 32,
-		"whsec_not base64!":                                 len("whsec_not base64!"),
-		"whsec_":                                            len("whsec_"),
+		"whsec_not base64!":                                  len("whsec_not base64!"),
+		"whsec_":                                             len("whsec_"),
 	}
 	for secret, want := range cases {
 		if got := len(StandardKey(secret)); got != want {
