@@ -60,6 +60,11 @@ func (ct contractTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		req = req.Clone(req.Context())
 		req.Body = io.NopCloser(bytes.NewReader(b))
 	}
+	seen := req
+	if t, ok := ct.next.(*http.Transport); ok && t.TLSClientConfig != nil &&
+		(len(t.TLSClientConfig.Certificates) > 0 || t.TLSClientConfig.GetClientCertificate != nil) {
+		seen = req.WithContext(apitest.WithClientCertificate(req.Context()))
+	}
 	resp, err := ct.next.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -73,7 +78,7 @@ func (ct contractTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(respBody))
 	}
-	if err := mustContract(ct.t).Check(req, reqBody, resp, respBody); err != nil {
+	if err := mustContract(ct.t).Check(seen, reqBody, resp, respBody); err != nil {
 		ct.t.Errorf("OpenAPI contract: %v", err)
 	}
 	return resp, nil

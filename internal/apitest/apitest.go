@@ -12,6 +12,7 @@ package apitest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ func Load(spec []byte) (*Contract, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apitest: building the model: %w", err)
 	}
-	v, errs := validator.NewValidator(d, config.WithFormatAssertions())
+	v, errs := validator.NewValidator(d, config.WithFormatAssertions(), config.WithAuthenticationFunc(authenticate))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("apitest: building the validator: %w", errors.Join(errs...))
 	}
@@ -151,4 +152,39 @@ func describe(errs []*verrors.ValidationError) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+type clientCertKey struct{}
+
+// WithClientCertificate marks a request context: the client presents a TLS
+// client certificate, which satisfies a mutualTLS security scheme.
+func WithClientCertificate(ctx context.Context) context.Context {
+	return context.WithValue(ctx, clientCertKey{}, true)
+}
+
+// authenticate says whether a request presents what a security scheme
+// asks for: a Bearer token, a header, or a client certificate (marked with
+// WithClientCertificate, or seen by a server). Whether the credential is
+// valid is the server's to say.
+func authenticate(ctx context.Context, in *config.AuthenticationInput) error {
+	s, r := in.SecurityScheme, in.Request
+	switch strings.ToLower(s.Type) {
+	case "http":
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if strings.EqualFold(scheme, s.Scheme) && strings.TrimSpace(token) != "" {
+			return nil
+		}
+		return fmt.Errorf("no Authorization: %s credential", s.Scheme)
+	case "apikey":
+		if s.In == "header" && r.Header.Get(s.Name) != "" {
+			return nil
+		}
+		return fmt.Errorf("no %s header", s.Name)
+	case "mutualtls":
+		if ctx.Value(clientCertKey{}) != nil || (r.TLS != nil && len(r.TLS.PeerCertificates) > 0) {
+			return nil
+		}
+		return errors.New("no client certificate")
+	}
+	return fmt.Errorf("security scheme type %q is not known to the tests", s.Type)
 }
