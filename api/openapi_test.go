@@ -59,7 +59,7 @@ func documentRoutes(t *testing.T) []string {
 func chiRoutes(t *testing.T) []string {
 	t.Helper()
 	h := newHarness(t)
-	h.deps.Live = http.NotFoundHandler()
+	h.withLive()
 	h.deps.LivePage = http.NotFoundHandler()
 	h.rebuild()
 	var routes []string
