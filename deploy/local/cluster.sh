@@ -98,7 +98,7 @@ log:
 persistence:
   defaultStore: default
   visibilityStore: visibility
-  numHistoryShards: 4
+  numHistoryShards: 16
   datastores:
     default:
       sql:
