@@ -42,6 +42,10 @@ type Event struct {
 	FarmID       uuid.UUID       `json:"farm_id"`
 	OccurredAtMs int64           `json:"occurred_at_ms"`
 	Data         json.RawMessage `json:"data"`
+	// TraceParent is the W3C traceparent of the request that stored the
+	// event when tracing was on, so that its delivery continues the trace.
+	// It is never delivered.
+	TraceParent string `json:"-"`
 }
 
 // OutboxEvent is an event as the outbox just stored it. Pending is the

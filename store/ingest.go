@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/telemetry"
 )
 
 // CreateReading stores r (FarmID and DeviceID set by the caller) with the
@@ -73,6 +74,7 @@ type ingestReq struct {
 func newIngestReq(ctx context.Context, r furrow.Reading, keyHash *furrow.SecretHash) *ingestReq {
 	id := uuid.New()
 	req := &ingestReq{ctx: ctx, reading: r, event: furrow.OutboxEvent{Event: furrow.NewMetricValueEvent(id, r)}, eventID: id, done: make(chan error, 1)}
+	req.event.TraceParent = telemetry.TraceParent(ctx) // "" unless tracing is on
 	if keyHash != nil {
 		req.keyHash = keyHash[:]
 	}
@@ -235,8 +237,8 @@ func rowLevel(err error) bool {
 // the same order. The result is that of insertEventsSQL.
 var storeReadingsSQL = `
 WITH u AS (
-	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::uuid[], $4::integer[], $5::text[], $6::bigint[], $7::uuid[], $8::text[])
-		AS u(device_id, key_hash, farm_id, metric_id, value, ts_ms, event_id, data)),
+	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::uuid[], $4::integer[], $5::text[], $6::bigint[], $7::uuid[], $8::text[], $11::text[])
+		AS u(device_id, key_hash, farm_id, metric_id, value, ts_ms, event_id, data, trace_parent)),
 ok AS (
 	SELECT u.* FROM u WHERE EXISTS (SELECT 1 FROM devices d WHERE d.id = u.device_id
 		AND d.farm_id = u.farm_id AND (u.key_hash IS NULL OR d.key_hash = u.key_hash))),
@@ -244,8 +246,9 @@ r AS (
 	INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms)
 	SELECT device_id, farm_id, metric_id, value, ts_ms FROM ok),
 e AS (
-	INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
-	SELECT ok.event_id, $9::text, ok.farm_id, ok.ts_ms, ok.data::jsonb, ` + dispatchedAt("ok.farm_id", "$9::text", "$10::bigint") + `
+	INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms, trace_parent)
+	SELECT ok.event_id, $9::text, ok.farm_id, ok.ts_ms, ok.data::jsonb, ` + dispatchedAt("ok.farm_id", "$9::text", "$10::bigint") + `,
+		NULLIF(ok.trace_parent, '')
 	FROM ok
 	RETURNING id, dispatched_at_ms IS NULL),
 t AS (
@@ -292,7 +295,7 @@ func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestRe
 		devices, farms, events = make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n)
 		keys                   = make([][]byte, 0, n)
 		metrics                = make([]int32, 0, n)
-		values, data           = make([]string, 0, n), make([]string, 0, n)
+		values, data, traces   = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 		stamps                 = make([]int64, 0, n)
 	)
 	for _, q := range reqs {
@@ -300,9 +303,10 @@ func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestRe
 		devices, farms, keys = append(devices, r.DeviceID), append(farms, r.FarmID), append(keys, q.keyHash)
 		metrics, values, stamps = append(metrics, r.MetricID), append(values, r.Value), append(stamps, r.Timestamp)
 		events, data = append(events, q.eventID), append(data, string(q.event.Data))
+		traces = append(traces, q.event.TraceParent)
 	}
 	rows, _ := q.Query(ctx, storeReadingsSQL, devices, keys, farms, metrics, values, stamps, events, data,
-		furrow.EventMetricValue, db.nowMs()) // Its error is rows'.
+		furrow.EventMetricValue, db.nowMs(), traces) // Its error is rows'.
 	stored, pending, err := storedEvents(rows)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func (db *DB) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event, 
 			LIMIT $2
 			FOR UPDATE SKIP LOCKED)
 		UPDATE events e SET lease_until_ms = $3, lease_owner = $4 FROM c WHERE e.id = c.id
-		RETURNING e.seq, e.id, e.type, e.farm_id, e.occurred_at_ms, e.data`,
+		RETURNING e.seq, e.id, e.type, e.farm_id, e.occurred_at_ms, e.data, coalesce(e.trace_parent, '')`,
 		now, c.Limit, now+c.Lease.Milliseconds(), c.Owner, skip)
 	type claimed struct {
 		seq int64
@@ -44,7 +44,7 @@ func (db *DB) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event, 
 		var c claimed
 		var id uuid.UUID
 		var data []byte
-		if err := rows.Scan(&c.seq, &id, &c.e.Type, &c.e.FarmID, &c.e.OccurredAtMs, &data); err != nil {
+		if err := rows.Scan(&c.seq, &id, &c.e.Type, &c.e.FarmID, &c.e.OccurredAtMs, &data, &c.e.TraceParent); err != nil {
 			rows.Close()
 			return nil, translate(err, "claim events", "event")
 		}

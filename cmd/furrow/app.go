@@ -83,14 +83,14 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		Thresholds:           furrow.Thresholds{StaleAfter: cfg.DeviceStaleAfter, OfflineAfter: cfg.DeviceOfflineAfter},
 		RequestTimeout:       cfg.Bounds.Request,
 	}, api.Deps{
-		Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db,
+		Users: db, Farms: db, Devices: db, Readings: obs.tracing.Readings(db), Events: db, Webhooks: db,
 		Limiter: m.Limiter(limiter), Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
 		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log,
 		Live: s.live, LivePage: live.PageHandler(),
 	})
 	b := cfg.Bounds
 	s.http = &http.Server{
-		Addr: cfg.HTTPAddr, Handler: s.drain.wrap(m.HTTP(handler)),
+		Addr: cfg.HTTPAddr, Handler: s.drain.wrap(m.HTTP(obs.tracing.HTTP(handler))),
 		ReadHeaderTimeout: b.ReadHeader, ReadTimeout: b.Read, WriteTimeout: b.Write, IdleTimeout: b.Idle,
 	}
 	return s, nil

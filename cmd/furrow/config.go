@@ -38,6 +38,11 @@ type Config struct {
 	Bounds Bounds
 	// MetricsAddr is the /metrics listener; "" when FURROW_METRICS_ADDR is off.
 	MetricsAddr string
+	// Tracing is on when OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_
+	// form) is set; the OTLP exporter reads the other OTEL_* variables
+	// itself. TraceProtocol is OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL.
+	Tracing       bool
+	TraceProtocol string
 }
 
 // Defaults of DESIGN.md's configuration table.
@@ -68,6 +73,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if strings.EqualFold(c.MetricsAddr, "off") {
 		c.MetricsAddr = ""
 	}
+	c.Tracing = getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	c.TraceProtocol = or(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
 	var err error
 	if c.TrustedProxies, err = parsePrefixes(or(getenv("FURROW_TRUSTED_PROXIES"), defaultProxies)); err != nil {
 		return c, fmt.Errorf("FURROW_TRUSTED_PROXIES: %w", err)

@@ -132,6 +132,7 @@ func runService(ctx context.Context, command string, cfg Config, log *slog.Logge
 	if err != nil {
 		return err
 	}
+	defer obs.stop()
 	switch command {
 	case "dev":
 		return runDev(ctx, cfg, obs, log, stdout)

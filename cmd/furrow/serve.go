@@ -56,7 +56,10 @@ func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Log
 
 // temporalOptions says which Temporal the configuration names.
 func temporalOptions(cfg Config, obs *observability, log *slog.Logger) temporal.Options {
-	return temporal.Options{Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log, Metrics: obs.temporal}
+	return temporal.Options{
+		Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log,
+		Metrics: obs.temporal, Interceptors: obs.interceptors,
+	}
 }
 
 // runWorker runs the Temporal worker of the delivery engine.

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 
 	"github.com/furrowhq/furrow/telemetry"
 )
@@ -15,6 +17,40 @@ import (
 type observability struct {
 	metrics  *telemetry.Metrics
 	temporal client.MetricsHandler
+	// tracing is nil unless OTEL_EXPORTER_OTLP_ENDPOINT is set, and
+	// interceptors then carry it through Temporal.
+	tracing      *telemetry.Tracing
+	interceptors []interceptor.ClientInterceptor
+}
+
+// startTracing turns OTLP tracing on when the configuration asks for it.
+func (o *observability) startTracing(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if !cfg.Tracing {
+		return nil
+	}
+	t, err := telemetry.NewOTLPTracing(ctx, cfg.TraceProtocol)
+	if err != nil {
+		return err
+	}
+	log.Info("tracing on: spans are exported over OTLP", "protocol", or(cfg.TraceProtocol, "http/protobuf"))
+	return o.withTracing(t)
+}
+
+// stop flushes the spans still buffered, within a few seconds.
+func (o *observability) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = o.tracing.Shutdown(ctx)
+}
+
+// withTracing sets t as the tracing of o and of its Temporal client.
+func (o *observability) withTracing(t *telemetry.Tracing) error {
+	i, err := t.Temporal()
+	if err != nil {
+		return err
+	}
+	o.tracing, o.interceptors = t, []interceptor.ClientInterceptor{i}
+	return nil
 }
 
 // startObservability creates the metrics and binds their listener, which
@@ -22,6 +58,9 @@ type observability struct {
 // error: an operator who asked for metrics must not silently lose them.
 func startObservability(ctx context.Context, cfg Config, log *slog.Logger) (*observability, error) {
 	o := &observability{}
+	if err := o.startTracing(ctx, cfg, log); err != nil {
+		return nil, err
+	}
 	if cfg.MetricsAddr == "" {
 		log.Info("metrics are off (FURROW_METRICS_ADDR=off)")
 		return o, nil
