@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +182,60 @@ func TestVectorsPythonReceiver(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "cases agree") {
 		t.Fatalf("receiver.py printed %q", out)
+	}
+}
+
+// TestPythonReceiverServes runs the Python example receiver and sends it
+// deliveries signed by Furrow's sender: each scheme alone is accepted, a
+// changed body is refused.
+func TestPythonReceiverServes(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed to test examples/receiver-python (.ci/run installs it): ", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	const secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+	cmd := exec.Command(python, "../examples/receiver-python/receiver.py", "--port", port)
+	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	body := []byte(`{"id":"evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70","type":"metric.value","data":{"value":"21.50"}}`)
+	send := func(b []byte, drop ...string) int {
+		h := webhook.DeliveryHeaders(secret, "evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70", "d", time.Now(), body)
+		for _, name := range drop {
+			h.Del(name)
+		}
+		var resp *http.Response
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			req, _ := http.NewRequest("POST", "http://127.0.0.1:"+port+"/hook", bytes.NewReader(b))
+			req.Header = h
+			if resp, err = http.DefaultClient.Do(req); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("receiver.py did not answer: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := send(body); got != http.StatusNoContent {
+		t.Errorf("both schemes: %d, want 204", got)
+	}
+	if got := send(body, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader); got != http.StatusNoContent {
+		t.Errorf("X-Service-Signature alone: %d, want 204", got)
+	}
+	if got := send(body, webhook.SignatureHeader); got != http.StatusNoContent {
+		t.Errorf("webhook-signature alone: %d, want 204", got)
+	}
+	if got := send(append(body[:len(body):len(body)], ' ')); got != http.StatusUnauthorized {
+		t.Errorf("changed body: %d, want 401", got)
 	}
 }
