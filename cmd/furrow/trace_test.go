@@ -8,17 +8,16 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/furrowhq/furrow/bench"
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/telemetry"
@@ -60,7 +59,7 @@ func TestOneTraceFromPostToDeliveryAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout := &syncBuffer{}
+	stdout := &testenv.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- runDev(ctx, cfg, obs, slog.New(slog.DiscardHandler), stdout) }()
 	defer func() {
@@ -132,7 +131,7 @@ func spanNames(spans tracetest.SpanStubs) []string {
 }
 
 // waitDemo waits for the demo data furrow dev prints on an empty database.
-func waitDemo(t *testing.T, out *syncBuffer, done chan error) map[string]string {
+func waitDemo(t *testing.T, out *testenv.Buffer, done chan error) map[string]string {
 	t.Helper()
 	line := regexp.MustCompile(`(?m)^  (owner|user token|farm|device|device key): +(\S+)`)
 	deadline := time.Now().Add(120 * time.Second)
@@ -181,27 +180,9 @@ func post(t *testing.T, url, bearer string, body any, want int) {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := bench.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return addr
 }
