@@ -41,25 +41,11 @@ const baselineDevices = 100
 // cfg.Concurrency connections for cfg.Duration. It fails when the scratch
 // database cannot be made or every transaction failed.
 func Baseline(ctx context.Context, cfg BaselineConfig) (BaselineResult, error) {
-	dbURL, drop, err := ScratchDatabase(ctx, cfg.DatabaseURL)
+	pool, farm, devices, done, err := seededScratch(ctx, "baseline", cfg.DatabaseURL, cfg.Concurrency)
 	if err != nil {
 		return BaselineResult{}, err
 	}
-	defer drop()
-	pcfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return BaselineResult{}, fmt.Errorf("baseline: database URL is not valid")
-	}
-	pcfg.MaxConns = int32(cfg.Concurrency)
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return BaselineResult{}, fmt.Errorf("baseline: %w", err)
-	}
-	defer pool.Close()
-	farm, devices, err := seedBaseline(ctx, pool)
-	if err != nil {
-		return BaselineResult{}, err
-	}
+	defer done()
 	work := func(ctx context.Context, i int64, t *tally) {
 		began := time.Now()
 		if err := readingTx(ctx, pool, farm, devices[i%int64(len(devices))], i); err != nil {
@@ -81,6 +67,34 @@ func Baseline(ctx context.Context, cfg BaselineConfig) (BaselineResult, error) {
 		return r, fmt.Errorf("baseline: no transaction committed: %w", t.lastErr)
 	}
 	return r, nil
+}
+
+// seededScratch makes a scratch database beside databaseURL with a farm and
+// baselineDevices devices, and a pool of conns connections to it; done
+// closes the pool and drops the database.
+func seededScratch(ctx context.Context, what, databaseURL string, conns int) (*pgxpool.Pool, uuid.UUID, []uuid.UUID, func(), error) {
+	dbURL, drop, err := ScratchDatabase(ctx, databaseURL)
+	if err != nil {
+		return nil, uuid.Nil, nil, nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		drop()
+		return nil, uuid.Nil, nil, nil, fmt.Errorf("%s: database URL is not valid", what)
+	}
+	pcfg.MaxConns = int32(conns)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		drop()
+		return nil, uuid.Nil, nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	done := func() { pool.Close(); drop() }
+	farm, devices, err := seedBaseline(ctx, pool)
+	if err != nil {
+		done()
+		return nil, uuid.Nil, nil, nil, err
+	}
+	return pool, farm, devices, done, nil
 }
 
 func seedBaseline(ctx context.Context, pool *pgxpool.Pool) (uuid.UUID, []uuid.UUID, error) {

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -116,25 +115,11 @@ const ceilingBatch = 256
 // connections, for d, on a scratch database beside databaseURL: what
 // PostgreSQL alone does with Furrow's rows, no HTTP in between.
 func DatabaseCeiling(ctx context.Context, databaseURL string, writers int, d time.Duration) (CeilingResult, error) {
-	dbURL, drop, err := ScratchDatabase(ctx, databaseURL)
+	pool, farm, devices, done, err := seededScratch(ctx, "database ceiling", databaseURL, writers)
 	if err != nil {
 		return CeilingResult{}, err
 	}
-	defer drop()
-	pcfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return CeilingResult{}, errors.New("database ceiling: database URL is not valid")
-	}
-	pcfg.MaxConns = int32(writers)
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return CeilingResult{}, fmt.Errorf("database ceiling: %w", err)
-	}
-	defer pool.Close()
-	farm, devices, err := seedBaseline(ctx, pool)
-	if err != nil {
-		return CeilingResult{}, err
-	}
+	defer done()
 	// Each batch takes a share of the devices no other batch holds, as
 	// Furrow's writers own disjoint devices, so batches never wait on each
 	// other's row locks.

@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,30 +31,12 @@ func requireChromium(t *testing.T) string {
 	return chromiumPath
 }
 
-// syncBuffer collects the browser's output for the log of a failed test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newBrowser starts headless Chromium with a fresh profile and returns a
 // chromedp context for one tab. The flags keep it from reaching out to the
 // network, which would hang it on a machine without one.
 func newBrowser(t *testing.T, path string) context.Context {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &testenv.Buffer{} // the browser's output, for the log of a failed test
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
 		chromedp.Headless,

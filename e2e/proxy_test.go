@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,9 +15,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/furrowhq/furrow/internal/testenv"
 )
 
 // proxyConfig is the shipped proxy configuration that compose and the Helm
@@ -185,21 +185,10 @@ func write(t *testing.T, name string, b []byte) {
 type proxy struct {
 	URL    string
 	roots  *x509.CertPool
-	mu     sync.Mutex
-	output bytes.Buffer
+	output testenv.Buffer
 }
 
-func (p *proxy) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.output.Write(b)
-}
-
-func (p *proxy) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.output.String()
-}
+func (p *proxy) logs() string { return p.output.String() }
 
 // startProxy runs haproxy with the shipped configuration, a server
 // certificate of its own CA and the device CA, in front of upstream, and
@@ -234,7 +223,7 @@ func startProxy(t *testing.T, haproxy, dir, deviceCA, upstream string) *proxy {
 		"PROXY_BIND=" + addr, "PROXY_CERT=" + bundle, "PROXY_DEVICE_CA=" + deviceCA,
 		"PROXY_UPSTREAM=" + upstream, "PROXY_UPSTREAMS=1", "PROXY_SOURCE=" + proxySource,
 	}
-	cmd.Stdout, cmd.Stderr = p, p
+	cmd.Stdout, cmd.Stderr = &p.output, &p.output
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
