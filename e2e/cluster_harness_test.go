@@ -161,11 +161,13 @@ type poster struct {
 
 var posterPrefix atomic.Int64
 
-func newPoster(urls []string, creds []credential) *poster {
+// Each exchange is validated against the OpenAPI document and fails t when
+// they disagree.
+func newPoster(t *testing.T, urls []string, creds []credential) *poster {
 	tr := &http.Transport{MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
 	return &poster{
 		urls: urls, creds: creds, statuses: map[int]int{},
-		client: &http.Client{Transport: tr, Timeout: 15 * time.Second},
+		client: checked(t, &http.Client{Transport: tr, Timeout: 15 * time.Second}),
 		prefix: posterPrefix.Add(1) * 1_000_000,
 	}
 }

@@ -153,7 +153,7 @@ func TestProductionCluster(t *testing.T) {
 		c.do("start", "redis")
 		// Readings posted on serve-2 reach the socket on serve-1 through
 		// Redis again once both have reconnected.
-		s2 := newPoster([]string{c.addr["serve-2"]}, p.creds)
+		s2 := newPoster(t, []string{c.addr["serve-2"]}, p.creds)
 		waitFor(t, time.Minute, func() bool {
 			s2.post()
 			posted, _, _ := s2.summary()
@@ -200,6 +200,7 @@ func TestProductionCluster(t *testing.T) {
 // clusterFarm is a farm with devices and a webhook to its own receiver, on
 // the cluster.
 type clusterFarm struct {
+	t     *testing.T // the test the farm's posters report contract breaches to
 	c     *cluster
 	fx    fixture
 	creds []credential
@@ -213,7 +214,7 @@ type clusterFarm struct {
 func newClusterFarm(t *testing.T, c *cluster, devices int, hooked bool) *clusterFarm {
 	t.Helper()
 	api := &furrow{t: t, URL: c.addr["serve-2"]}
-	f := &clusterFarm{c: c, fx: newFixture(t, api, c.addr["database"]), rc: newReceiver(t)}
+	f := &clusterFarm{t: t, c: c, fx: newFixture(t, api, c.addr["database"]), rc: newReceiver(t)}
 	f.creds = append(f.creds, credential{f.fx.DeviceID, f.fx.Key})
 	for len(f.creds) < devices {
 		id, key := newDevice(t, api, f.fx)
@@ -231,7 +232,7 @@ func (f *clusterFarm) devEnv() *devEnv {
 	return &devEnv{f: &furrow{URL: f.c.addr["serve-1"]}, db: f.c.addr["database"], temporal: f.c.addr["temporal"], rc: f.rc, fx: f.fx}
 }
 
-func (f *clusterFarm) poster() *poster { return newPoster(f.c.serves(), f.creds) }
+func (f *clusterFarm) poster() *poster { return newPoster(f.t, f.c.serves(), f.creds) }
 
 // allStoredAndDelivered waits until every reading p got a 201 for is stored
 // and delivered with a 2xx, and bounds the duplicates at-least-once allows.
