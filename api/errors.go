@@ -31,7 +31,9 @@ type errorBody struct {
 // because the error vocabulary has no code of its own for it.
 type methodError struct{ method string }
 
-func (e methodError) Error() string { return "The method " + e.method + " is not allowed on this path." }
+func (e methodError) Error() string {
+	return "The method " + e.method + " is not allowed on this path."
+}
 
 func errMethod(method string) error { return methodError{method} }
 

@@ -22,18 +22,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 	w := newWorld(t, bus, live.Deps{SendBuffer: 8, WriteTimeout: 2 * time.Second})
 	topic := live.FarmTopic(w.farmA)
 	fast := w.dial(t, w.aliceToken, topic)
-	// A tiny receive buffer makes the slow client's TCP window fill soon.
-	tiny := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(4096)
-		}
-		return c, err
-	}}}
-	slow := w.dialWith(t, &websocket.DialOptions{
-		HTTPClient: tiny,
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}},
-	}, topic)
+	slow := dialSlow(t, w, topic)
 
 	value := strings.Repeat("9", 1000)
 	dev := uuid.New()
@@ -103,17 +92,7 @@ func TestSlowClientThatReadsGets1008(t *testing.T) {
 	w := newWorld(t, bus, live.Deps{SendBuffer: 8, WriteTimeout: time.Minute})
 	topic := live.FarmTopic(w.farmA)
 	fast := w.dial(t, w.aliceToken, topic)
-	tiny := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(4096)
-		}
-		return c, err
-	}}}
-	slow := w.dialWith(t, &websocket.DialOptions{
-		HTTPClient: tiny,
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}},
-	}, topic)
+	slow := dialSlow(t, w, topic)
 	// Far more than the socket buffers and the send buffer hold.
 	value := strings.Repeat("9", 1000)
 	dev := uuid.New()
@@ -140,4 +119,21 @@ func TestSlowClientThatReadsGets1008(t *testing.T) {
 	if s := w.srv.Stats(); s.SlowClosed != 1 {
 		t.Fatalf("stats %+v, want one slow connection closed", s)
 	}
+}
+
+// dialSlow subscribes alice to topic on a connection whose tiny receive
+// buffer makes its TCP window fill soon, as a slow client's does.
+func dialSlow(t *testing.T, w *world, topic live.Topic) *websocket.Conn {
+	t.Helper()
+	tiny := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}}
+	return w.dialWith(t, &websocket.DialOptions{
+		HTTPClient: tiny,
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}},
+	}, topic)
 }
