@@ -19,6 +19,7 @@ type Config struct {
 	HTTPAddr            string
 	TemporalAddress     string
 	TemporalNamespace   string
+	TemporalGzip        bool // FURROW_TEMPORAL_GZIP: compress gRPC to Temporal
 	TrustedProxies      []netip.Prefix
 	RetrySchedule       []time.Duration
 	WebhookAllowPrivate bool
@@ -84,6 +85,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		if c.RetrySchedule, err = parseSchedule(v); err != nil {
 			return c, fmt.Errorf("FURROW_RETRY_SCHEDULE: %w", err)
 		}
+	}
+	if c.TemporalGzip, err = parseBool(getenv("FURROW_TEMPORAL_GZIP")); err != nil {
+		return c, fmt.Errorf("FURROW_TEMPORAL_GZIP: %w", err)
 	}
 	if c.WebhookAllowPrivate, err = parseBool(getenv("FURROW_WEBHOOK_ALLOW_PRIVATE")); err != nil {
 		return c, fmt.Errorf("FURROW_WEBHOOK_ALLOW_PRIVATE: %w", err)

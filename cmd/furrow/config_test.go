@@ -58,9 +58,13 @@ func TestConfigOverrides(t *testing.T) {
 		"FURROW_WEBHOOK_ALLOW_PRIVATE": "true",
 		"FURROW_DEVICE_STALE_AFTER":    "1m",
 		"FURROW_DEVICE_OFFLINE_AFTER":  "5m",
+		"FURROW_TEMPORAL_GZIP":         "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !c.TemporalGzip || !temporalOptions(c, &observability{}, nil).Gzip {
+		t.Errorf("FURROW_TEMPORAL_GZIP=true did not reach the Temporal options")
 	}
 	if !slices.Equal(c.RetrySchedule, []time.Duration{time.Second, 2 * time.Second}) {
 		t.Errorf("schedule = %v", c.RetrySchedule)
@@ -78,6 +82,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		"FURROW_RETRY_SCHEDULE":        "30s,soon",
 		"FURROW_TRUSTED_PROXIES":       "not-an-ip",
 		"FURROW_WEBHOOK_ALLOW_PRIVATE": "perhaps",
+		"FURROW_TEMPORAL_GZIP":         "maybe",
 		"FURROW_DEVICE_SWEEP_EVERY":    "-1m",
 		"FURROW_DEVICE_OFFLINE_AFTER":  "1m",
 		"FURROW_READINGS_RETENTION":    "12h",

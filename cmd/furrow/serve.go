@@ -58,7 +58,7 @@ func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Log
 func temporalOptions(cfg Config, obs *observability, log *slog.Logger) temporal.Options {
 	return temporal.Options{
 		Address: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: log,
-		Metrics: obs.temporal, Interceptors: obs.interceptors,
+		Metrics: obs.temporal, Interceptors: obs.interceptors, Gzip: cfg.TemporalGzip,
 	}
 }
 

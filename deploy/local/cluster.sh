@@ -19,6 +19,7 @@
 #                      the PostgreSQL server for the scratch databases [127.0.0.1 5432 postgres ""]
 #   CLUSTER_FURROW_BIN a furrow binary to use instead of building one
 #   CLUSTER_SERVES / CLUSTER_WORKERS  how many of each             [2 / 2]
+#   CLUSTER_TEMPORAL_GOGC  GOGC of the Temporal server                [400]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -100,9 +101,12 @@ persistence:
   visibilityStore: visibility
   numHistoryShards: 16
   datastores:
+    # postgres12_pgx: the pgx driver keeps each statement prepared on its
+    # connection; with lib/pq (postgres12) PostgreSQL parsed and planned
+    # every one of a delivery's ~40 statements anew (BENCHMARKS.md).
     default:
       sql:
-        pluginName: postgres12
+        pluginName: postgres12_pgx
         databaseName: $TEMPORAL_DB
         connectAddr: "$PGHOST_:$PGPORT_"
         connectProtocol: tcp
@@ -113,7 +117,7 @@ persistence:
         maxConnLifetime: 1h
     visibility:
       sql:
-        pluginName: postgres12
+        pluginName: postgres12_pgx
         databaseName: $VISIBILITY_DB
         connectAddr: "$PGHOST_:$PGPORT_"
         connectProtocol: tcp
@@ -192,7 +196,9 @@ start_process() {
     launch redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no
     ;;
   temporal)
-    launch temporal "$TBIN/temporal-server" --config-file "$RUN/temporal.yaml" --allow-no-auth start
+    # A larger GC target: the server keeps caches of a few hundred MB, and
+    # at the default of 100 it spent a fifth of its CPU collecting.
+    launch temporal env GOGC="${CLUSTER_TEMPORAL_GOGC:-400}" "$TBIN/temporal-server" --config-file "$RUN/temporal.yaml" --allow-no-auth start
     ;;
   serve-* | worker-*)
     port=${name//-/_}_PORT
@@ -308,6 +314,7 @@ up() {
     echo "TBIN=$TBIN"
     echo "TEMPORAL_DB=$TEMPORAL_DB VISIBILITY_DB=$VISIBILITY_DB FURROW_DB=$FURROW_DB"
     echo "FURROW_URL='postgres://$pgauth@$PGHOST_:$PGPORT_/$FURROW_DB?sslmode=disable'"
+    echo "VISIBILITY_URL='postgres://$pgauth@$PGHOST_:$PGPORT_/$VISIBILITY_DB?sslmode=disable'"
     echo "TEMPORAL_PORT=$TEMPORAL_PORT TEMPORAL_PPROF_PORT=$TEMPORAL_PPROF_PORT REDIS_PORT=$REDIS_PORT"
     echo "SERVES=$SERVES WORKERS=$WORKERS"
     for i in $(seq 1 "$SERVES"); do echo "serve_${i}_PORT=$(free_port) serve_${i}_METRICS_PORT=$(free_port)"; done
@@ -326,9 +333,10 @@ up() {
     say "starting $i"
     start_process "$i"
   done
-  say "registering namespace default (30-day retention) and the Furrow search attributes"
+  say "registering namespace default (30-day retention) and the Furrow search attributes; trimming visibility indexes"
   "$RUN/bin/temporalsetup" -address "127.0.0.1:$TEMPORAL_PORT" -namespace "${FURROW_TEMPORAL_NAMESPACE:-default}" \
-    -retention 720h >>"$RUN/logs/temporalsetup.log" 2>&1 || die "Temporal setup failed (see $RUN/logs/temporalsetup.log)"
+    -retention 720h -trim-visibility "$VISIBILITY_URL" >>"$RUN/logs/temporalsetup.log" 2>&1 ||
+    die "Temporal setup failed (see $RUN/logs/temporalsetup.log)"
   for i in $(names | grep -v 'redis\|temporal'); do
     say "starting $i"
     start_process "$i"

@@ -2,10 +2,13 @@
 // operator would, through the cluster's public API: it registers the
 // namespace with its retention and adds Furrow's search attributes. It is
 // what `temporal operator namespace create` and `temporal operator
-// search-attribute create` do, without needing the CLI. Running it again
-// changes nothing.
+// search-attribute create` do, without needing the CLI. With
+// -trim-visibility it also drops the visibility indexes Furrow never uses
+// from a PostgreSQL visibility database (package visindex). Running it
+// again changes nothing.
 //
-//	temporalsetup -address 127.0.0.1:7233 -namespace default -retention 720h
+//	temporalsetup -address 127.0.0.1:7233 -namespace default -retention 720h \
+//	    [-trim-visibility postgres://user@host:5432/temporal_visibility]
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/furrowhq/furrow/temporal/visindex"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -33,6 +37,7 @@ func main() {
 	namespace := flag.String("namespace", "default", "namespace to register")
 	retention := flag.Duration("retention", 30*24*time.Hour, "how long closed workflows are kept")
 	wait := flag.Duration("wait", 2*time.Minute, "how long to wait for the frontend to answer")
+	trim := flag.String("trim-visibility", "", "PostgreSQL URL of the visibility database whose unused indexes to drop; empty: leave it alone")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
@@ -41,6 +46,15 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("namespace %s ready: retention %s, search attributes %v\n", *namespace, *retention, workflows.SearchAttributeNames)
+	if *trim == "" {
+		return
+	}
+	n, err := visindex.DropPostgres(ctx, *trim)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "temporalsetup:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("visibility: dropped %d unused indexes\n", n)
 }
 
 // setup registers the namespace and the search attributes, retrying while
