@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow/temporal/visindex"
 )
 
 // cluster is the topology of deploy/local/cluster.sh for one test: a
@@ -256,4 +258,44 @@ func (p *poster) cutConnections() (reused, fresh []error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]error(nil), p.broken...), append([]error(nil), p.fresh...)
+}
+
+// checkOperatorSettings fails t unless the Temporal server of the cluster
+// uses the pgx plugin for both stores and its visibility database holds
+// none of the indexes visindex.Unused names.
+func (c *cluster) checkOperatorSettings(t *testing.T) {
+	t.Helper()
+	cfg, err := os.ReadFile(filepath.Join(c.dir, "temporal.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(cfg), "pluginName: postgres12_pgx"); n != 2 {
+		t.Errorf("temporal.yaml names postgres12_pgx %d times, want 2 (default and visibility stores)", n)
+	}
+	state, err := os.ReadFile(filepath.Join(c.dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var url string
+	for _, line := range strings.Split(string(state), "\n") {
+		if v, ok := strings.CutPrefix(line, "VISIBILITY_URL="); ok {
+			url = strings.Trim(v, "'")
+		}
+	}
+	if url == "" {
+		t.Fatalf("no VISIBILITY_URL in the cluster's state:\n%s", state)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var left, total int
+	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE indexname = ANY($1)), count(*) FROM pg_indexes
+		WHERE tablename = 'executions_visibility'`, visindex.Unused).Scan(&left, &total)
+	if err != nil || left != 0 || total < 10 {
+		t.Errorf("visibility indexes: %d of the unused ones left, %d in all (%v); want 0 left and the others kept", left, total, err)
+	}
 }

@@ -23,6 +23,9 @@ func TestProductionCluster(t *testing.T) {
 		"FURROW_WEBHOOK_CA_FILE":       first.CAFile,
 		"FURROW_SHUTDOWN_TIMEOUT":      "10s",
 	})
+	t.Run("the server runs with the operator settings of the README", func(t *testing.T) {
+		c.checkOperatorSettings(t)
+	})
 	t.Run("readings posted to both serves are stored and delivered signed", func(t *testing.T) {
 		f := newClusterFarm(t, c, 1, true)
 		p := f.poster()
