@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/telemetry"
@@ -291,9 +293,12 @@ func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingest
 // that writes more beside the readings.
 func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestReq) (map[*ingestReq]error, error) {
 	n := len(reqs)
+	// The uuids go as [16]byte and the keys as a FlatArray, which pgx
+	// encodes directly; uuid.UUID would take its driver.Valuer path, a
+	// string and a failed plan per element, and [][]byte its reflection.
 	var (
-		devices, farms, events = make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n), make([]uuid.UUID, 0, n)
-		keys                   = make([][]byte, 0, n)
+		devices, farms, events = make([][16]byte, 0, n), make([][16]byte, 0, n), make([][16]byte, 0, n)
+		keys                   = make(pgtype.FlatArray[[]byte], 0, n)
 		metrics                = make([]int32, 0, n)
 		values, data, traces   = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 		stamps                 = make([]int64, 0, n)
@@ -307,7 +312,7 @@ func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestRe
 	}
 	rows, _ := q.Query(ctx, storeReadingsSQL, devices, keys, farms, metrics, values, stamps, events, data,
 		furrow.EventMetricValue, db.nowMs(), traces) // Its error is rows'.
-	stored, pending, err := storedEvents(rows)
+	stored, pending, err := storedReadingEvents(rows, n)
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +331,19 @@ func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestRe
 		db.obs.IngestBatch(n, n-len(refused))
 	}
 	return refused, nil
+}
+
+// storedReadingEvents is storedEvents for the ids of readings' events,
+// scanned as [16]byte: a uuid.UUID target would take pgx's sql.Scanner path.
+func storedReadingEvents(rows pgx.Rows, n int) (stored, pending map[uuid.UUID]bool, err error) {
+	stored, pending = make(map[uuid.UUID]bool, n), make(map[uuid.UUID]bool, n)
+	var id [16]byte
+	var p bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &p}, func() error {
+		stored[id], pending[id] = true, p
+		return nil
+	})
+	return stored, pending, err
 }
 
 var (
