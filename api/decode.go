@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"strconv"
-	"strings"
+	"unicode/utf8"
 
 	"github.com/furrowhq/furrow"
 	"github.com/google/uuid"
@@ -27,6 +26,11 @@ const (
 	fieldValue    = "value"
 )
 
+var (
+	errBodyNotJSON   = invalid("The body must be a single valid JSON object.")
+	errBodyNotObject = invalid("The body must be a JSON object.")
+)
+
 // DecodeReadingIn parses a ReadingIn body and validates it with
 // furrow.Reading.Validate. Every failure is an
 // EINVALID *furrow.Error whose message names the field at fault.
@@ -36,27 +40,28 @@ const (
 // metric_id must be an integer literal (220.0 and 2.2e2 are rejected, like
 // "220"); device_id must be the 36-character hyphenated UUID form, in any
 // case; a value containing a NUL character is rejected, as it cannot be
-// stored as text.
+// stored as text. Field names and strings are read as encoding/json reads
+// them: escapes decoded, invalid UTF-8 replaced by U+FFFD.
 func DecodeReadingIn(body []byte) (ReadingIn, error) {
 	fields, err := topLevelFields(body)
 	if err != nil {
 		return ReadingIn{}, err
 	}
 	var in ReadingIn
-	raw, err := required(fields, fieldDeviceID)
+	raw, err := fields.required(fieldDeviceID)
 	if err == nil {
 		in.DeviceID, err = decodeDeviceID(raw)
 	}
 	if err != nil {
 		return ReadingIn{}, err
 	}
-	if raw, err = required(fields, fieldMetricID); err == nil {
+	if raw, err = fields.required(fieldMetricID); err == nil {
 		in.MetricID, err = decodeMetricID(raw)
 	}
 	if err != nil {
 		return ReadingIn{}, err
 	}
-	if raw, err = required(fields, fieldValue); err == nil {
+	if raw, err = fields.required(fieldValue); err == nil {
 		in.Value, err = decodeValue(raw)
 	}
 	if err != nil {
@@ -68,53 +73,316 @@ func DecodeReadingIn(body []byte) (ReadingIn, error) {
 	return in, nil
 }
 
+// readingFields holds the raw JSON text of each known field, nil if absent.
+type readingFields struct {
+	deviceID, metricID, value []byte
+}
+
+// slot returns where the field name is kept, nil for an unknown name.
+func (f *readingFields) slot(name string) *[]byte {
+	switch name {
+	case fieldDeviceID:
+		return &f.deviceID
+	case fieldMetricID:
+		return &f.metricID
+	case fieldValue:
+		return &f.value
+	}
+	return nil
+}
+
+func (f *readingFields) required(name string) ([]byte, error) {
+	if raw := *f.slot(name); raw != nil {
+		return raw, nil
+	}
+	return nil, invalid("The field %s is required.", name)
+}
+
 // topLevelFields returns the raw values of the known fields of a JSON
 // object, rejecting anything that is not exactly one JSON object and any
-// known field given twice.
-func topLevelFields(body []byte) (map[string]json.RawMessage, error) {
-	if !json.Valid(body) {
-		return nil, invalid("The body must be a single valid JSON object.")
+// known field given twice. It reads the body once, checking it as
+// json.Valid does: invalid JSON anywhere outranks a field given twice.
+func topLevelFields(body []byte) (readingFields, error) {
+	var f readingFields
+	s := jsonScanner{b: body}
+	s.space()
+	if s.peek() != '{' {
+		if s.value(0) && s.end() {
+			return f, errBodyNotObject
+		}
+		return f, errBodyNotJSON
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, _ := dec.Token(); tok != json.Delim('{') {
-		return nil, invalid("The body must be a JSON object.")
+	s.i++
+	s.space()
+	dup := ""
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			s.space()
+			start := s.i
+			escaped, ok := s.string()
+			if !ok {
+				return f, errBodyNotJSON
+			}
+			name := knownField(body[start:s.i], escaped)
+			s.space()
+			if s.peek() != ':' {
+				return f, errBodyNotJSON
+			}
+			s.i++
+			s.space()
+			vstart := s.i
+			if !s.value(1) {
+				return f, errBodyNotJSON
+			}
+			if slot := f.slot(name); slot != nil {
+				if *slot != nil && dup == "" {
+					dup = name
+				}
+				*slot = body[vstart:s.i]
+			}
+			s.space()
+			c := s.peek()
+			s.i++
+			if c == '}' {
+				break
+			} else if c != ',' {
+				return f, errBodyNotJSON
+			}
+		}
 	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, invalid("The body must be a single valid JSON object.")
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, invalid("The body must be a single valid JSON object.")
-		}
-		if key != fieldDeviceID && key != fieldMetricID && key != fieldValue {
-			continue
-		}
-		if _, dup := fields[key]; dup {
-			return nil, invalid("The field %s is given more than once.", key)
-		}
-		fields[key] = raw
+	if !s.end() {
+		return f, errBodyNotJSON
 	}
-	return fields, nil
+	if dup != "" {
+		return f, invalid("The field %s is given more than once.", dup)
+	}
+	return f, nil
 }
 
-func required(fields map[string]json.RawMessage, name string) (json.RawMessage, error) {
-	raw, ok := fields[name]
-	if !ok {
-		return nil, invalid("The field %s is required.", name)
+// knownField returns the field named by the JSON string quoted, "" if it
+// names none of ReadingIn's.
+func knownField(quoted []byte, escaped bool) string {
+	name := quoted[1 : len(quoted)-1]
+	if escaped {
+		var s string
+		if json.Unmarshal(quoted, &s) != nil {
+			return ""
+		}
+		name = []byte(s)
 	}
-	return raw, nil
+	for _, f := range [...]string{fieldDeviceID, fieldMetricID, fieldValue} {
+		if string(name) == f {
+			return f
+		}
+	}
+	return ""
 }
 
-func decodeDeviceID(raw json.RawMessage) (uuid.UUID, error) {
+// maxJSONDepth is the nesting that encoding/json accepts at most.
+const maxJSONDepth = 10000
+
+// jsonScanner checks JSON text by the grammar encoding/json accepts.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *jsonScanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// end reports whether only white space is left.
+func (s *jsonScanner) end() bool {
+	s.space()
+	return s.i == len(s.b)
+}
+
+// value skips one value inside depth containers.
+func (s *jsonScanner) value(depth int) bool {
+	switch c := s.peek(); {
+	case c == '{' || c == '[':
+		return depth < maxJSONDepth && s.container(depth+1)
+	case c == '"':
+		_, ok := s.string()
+		return ok
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return false
+}
+
+// container skips an object or array, itself at depth.
+func (s *jsonScanner) container(depth int) bool {
+	closing := byte(']')
+	object := s.b[s.i] == '{'
+	if object {
+		closing = '}'
+	}
+	s.i++
+	s.space()
+	if s.peek() == closing {
+		s.i++
+		return true
+	}
+	for {
+		s.space()
+		if object {
+			if _, ok := s.string(); !ok {
+				return false
+			}
+			s.space()
+			if s.peek() != ':' {
+				return false
+			}
+			s.i++
+			s.space()
+		}
+		if !s.value(depth) {
+			return false
+		}
+		s.space()
+		c := s.peek()
+		s.i++
+		if c == closing {
+			return true
+		} else if c != ',' {
+			return false
+		}
+	}
+}
+
+// string skips a string, reporting whether it has escapes. Any byte but
+// controls is allowed raw, as encoding/json allows it.
+func (s *jsonScanner) string() (escaped, ok bool) {
+	if s.peek() != '"' {
+		return false, false
+	}
+	for s.i++; s.i < len(s.b); s.i++ {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return escaped, true
+		case c < 0x20:
+			return false, false
+		case c == '\\':
+			escaped = true
+			s.i++
+			switch s.peek() {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				for range 4 {
+					s.i++
+					if !isHex(s.peek()) {
+						return false, false
+					}
+				}
+			default:
+				return false, false
+			}
+		}
+	}
+	return false, false
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func (s *jsonScanner) digits() bool {
+	start := s.i
+	for c := s.peek(); c >= '0' && c <= '9'; c = s.peek() {
+		s.i++
+	}
+	return s.i > start
+}
+
+// number skips -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (s *jsonScanner) number() bool {
+	if s.peek() == '-' {
+		s.i++
+	}
+	switch c := s.peek(); {
+	case c == '0':
+		s.i++
+	case c >= '1' && c <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.peek() == '.' {
+		s.i++
+		if !s.digits() {
+			return false
+		}
+	}
+	if c := s.peek(); c == 'e' || c == 'E' {
+		s.i++
+		if c := s.peek(); c == '+' || c == '-' {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *jsonScanner) literal(word string) bool {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(word)) {
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// decodeJSONString decodes the JSON string raw as encoding/json does; a plain
+// string (no escapes, valid UTF-8) is its bytes.
+func decodeJSONString(raw []byte) (string, bool) {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
 	var s string
-	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+func decodeDeviceID(raw []byte) (uuid.UUID, error) {
+	if raw[0] != '"' {
 		return uuid.Nil, invalid("The field device_id must be a UUID string.")
 	}
-	id, err := parseUUID(s)
+	var id uuid.UUID
+	var err error
+	if inner := raw[1 : len(raw)-1]; len(inner) == 36 && bytes.IndexByte(inner, '\\') < 0 {
+		id, err = uuid.ParseBytes(inner) // no escapes: the text is the bytes
+	} else {
+		s, ok := decodeJSONString(raw)
+		if !ok {
+			return uuid.Nil, invalid("The field device_id must be a UUID string.")
+		}
+		id, err = parseUUID(s)
+	}
 	if err != nil {
 		return uuid.Nil, invalid("The field device_id must be a UUID in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.")
 	}
@@ -130,31 +398,35 @@ func parseUUID(s string) (uuid.UUID, error) {
 	return uuid.Parse(s)
 }
 
-func decodeMetricID(raw json.RawMessage) (int32, error) {
-	text := string(raw)
-	if strings.ContainsAny(text, ".eE") || (text[0] != '-' && (text[0] < '0' || text[0] > '9')) {
+// decodeMetricID reads raw, a JSON value, as an integer literal.
+func decodeMetricID(raw []byte) (int32, error) {
+	if bytes.ContainsAny(raw, ".eE") || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
 		return 0, invalid("The field metric_id must be an integer.")
 	}
-	n, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || n < 1 || n > math.MaxInt32 {
+	// raw is now -?(0|[1-9][0-9]*): negative, zero or more than ten
+	// digits is out of range.
+	var n int64
+	if raw[0] != '-' && len(raw) <= 10 {
+		for _, c := range raw {
+			n = n*10 + int64(c-'0')
+		}
+	}
+	if n < 1 || n > math.MaxInt32 {
 		return 0, invalid("The field metric_id must be an integer from 1 to 2147483647.")
 	}
 	return int32(n), nil
 }
 
-func decodeValue(raw json.RawMessage) (string, error) {
-	var v string
+func decodeValue(raw []byte) (string, error) {
 	switch c := raw[0]; {
 	case c == '"':
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return "", invalid("The field value must be a number or a string.")
+		if v, ok := decodeJSONString(raw); ok {
+			return v, nil
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
-		v = string(raw) // the exact JSON text of the number
-	default:
-		return "", invalid("The field value must be a number or a string.")
+		return string(raw), nil // the exact JSON text of the number
 	}
-	return v, nil
+	return "", invalid("The field value must be a number or a string.")
 }
 
 func invalid(format string, args ...any) error {
