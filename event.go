@@ -87,7 +87,7 @@ var errEventID = Errorf(EINVALID, "The event id must have the form evt_<uuid>.")
 func NewMetricValueEvent(id uuid.UUID, r Reading) Event {
 	return Event{
 		ID: EventID(id), Type: EventMetricValue, FarmID: r.FarmID, OccurredAtMs: r.Timestamp,
-		Data: mustJSON(MetricValueData{DeviceID: r.DeviceID, MetricID: r.MetricID, Value: r.Value, Timestamp: r.Timestamp}),
+		Data: MetricValueData{DeviceID: r.DeviceID, MetricID: r.MetricID, Value: r.Value, Timestamp: r.Timestamp}.AppendJSON(make([]byte, 0, 128+len(r.Value))),
 	}
 }
 

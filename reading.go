@@ -57,7 +57,7 @@ type readingJSON struct {
 // MarshalJSON writes the Reading resource of the spec: value and timestamp
 // as strings.
 func (r Reading) MarshalJSON() ([]byte, error) {
-	return json.Marshal(readingJSON{r.DeviceID, r.MetricID, r.Value, strconv.FormatInt(r.Timestamp, 10)})
+	return r.AppendJSON(make([]byte, 0, 128+len(r.Value))), nil
 }
 
 // UnmarshalJSON reads the Reading resource back (clients and tests).
@@ -82,10 +82,7 @@ type LiveReading struct {
 
 // MarshalJSON writes the Reading fields and farm_id.
 func (l LiveReading) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		readingJSON
-		FarmID uuid.UUID `json:"farm_id"`
-	}{readingJSON{l.DeviceID, l.MetricID, l.Value, strconv.FormatInt(l.Timestamp, 10)}, l.FarmID})
+	return l.AppendJSON(make([]byte, 0, 176+len(l.Value))), nil
 }
 
 // ReadingFilter selects readings of one farm for the polling API. Results

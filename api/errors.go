@@ -75,14 +75,29 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, errorBody{code, furrow.ErrorMessage(err)})
 }
 
+// jsonAppender is a value that appends its own JSON, as encoding/json
+// would write it, without reflection (furrow.Reading).
+type jsonAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
+// contentTypeJSON is the Content-Type of every JSON answer, shared: net/http
+// only reads it.
+var contentTypeJSON = []string{"application/json"}
+
 // writeJSON writes v as a JSON response with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":"internal_error","reason":"The server could not encode the response."}`)
+	var b []byte
+	if a, ok := v.(jsonAppender); ok {
+		b = a.AppendJSON(make([]byte, 0, 256))
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			status = http.StatusInternalServerError
+			b = []byte(`{"error":"internal_error","reason":"The server could not encode the response."}`)
+		}
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = contentTypeJSON
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"time"
@@ -48,9 +49,10 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		s.Logger.InfoContext(r.Context(), "request", "request_id", RequestID(r.Context()),
-			"method", r.Method, "path", r.URL.Path, "status", status,
-			"duration_ms", s.Clock.Now().Sub(start).Milliseconds())
+		// LogAttrs: the same record as InfoContext, without boxing each value.
+		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("request_id", RequestID(r.Context())),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
+			slog.Int64("duration_ms", s.Clock.Now().Sub(start).Milliseconds()))
 	})
 }
 
