@@ -36,6 +36,7 @@ func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Log
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
 	}
+	paceGC()
 	tc, err := temporal.DialLazy(temporalOptions(cfg, obs, log))
 	if err != nil {
 		return err
