@@ -32,3 +32,6 @@ func CommitTogether(db *DB, rs []furrow.Reading, keys ...string) []error {
 func MigrateUpTo(ctx context.Context, databaseURL, version string) error {
 	return migrate(ctx, databaseURL, version)
 }
+
+// SweepCandidatesSQL is the offline sweep's candidate query, for plan tests.
+const SweepCandidatesSQL = sweepCandidatesSQL

@@ -24,12 +24,7 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 	var events []furrow.Event
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, `
-			WITH c AS (
-				SELECT id FROM devices
-				WHERE offline_since_ms IS NULL AND last_seen_ms IS NOT NULL AND last_seen_ms < $1
-				ORDER BY last_seen_ms
-				LIMIT $2
-				FOR UPDATE SKIP LOCKED)
+			WITH c AS (`+sweepCandidatesSQL+`)
 			UPDATE devices d SET offline_since_ms = $3 FROM c WHERE d.id = c.id
 			RETURNING d.id, d.farm_id, d.last_seen_ms`,
 			now-offlineAfter.Milliseconds(), limit, now)
@@ -58,6 +53,21 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 	}
 	return events, nil
 }
+
+// seenMinute is the granule of devices.seen_minute_ms, the column the
+// sweep's index holds instead of last_seen_ms (migration 0009).
+const seenMinute = "60000"
+
+// sweepCandidatesSQL selects at most $2 devices whose last reading is older
+// than $1 and that are not yet offline, about the oldest first. It reads the
+// partial index devices_online_seen_minute: a last reading before $1 has its
+// minute before $1 too, and last_seen_ms then settles the rest of that
+// minute exactly.
+const sweepCandidatesSQL = `SELECT id FROM devices
+	WHERE offline_since_ms IS NULL AND seen_minute_ms IS NOT NULL AND seen_minute_ms < $1 AND last_seen_ms < $1
+	ORDER BY seen_minute_ms
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED`
 
 func offlineEvent(dev, farm uuid.UUID, lastSeen int64, after time.Duration, now int64) (furrow.Event, uuid.UUID) {
 	id := uuid.New()

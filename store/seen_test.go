@@ -1,0 +1,111 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/furrowhq/furrow/store"
+)
+
+// A reading's device update changes no indexed column within a minute, so
+// PostgreSQL makes it a HOT update: no new entry in the device indexes.
+func TestReadingsUpdateTheirDeviceInPlace(t *testing.T) {
+	ctx := context.Background()
+	db, url := newDB(t, newClock())
+	fx := newFixture(t, db)
+	const n = 20
+	for i := range n {
+		if _, _, err := db.CreateReading(ctx, reading(fx, 1, fmt.Sprint(i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The store's connections report their counts when idle, within ~10 s.
+	var upd, hot int64
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := conn.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'devices'`).Scan(&upd, &hot); err != nil {
+			t.Fatal(err)
+		}
+		if upd >= n {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The first reading sets seen_minute_ms from NULL: the one non-HOT update.
+	if upd < n || hot < n-1 {
+		t.Fatalf("device updates: %d, of which HOT %d; want %d with at least %d HOT", upd, hot, n, n-1)
+	}
+}
+
+// The sweep finds devices by the minute of their last reading, but decides
+// by the exact time: a device is marked 1 ms after its silence passes the
+// limit, not a minute early or late.
+func TestMarkOfflineIsExactWithinTheMinute(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	clock.Advance(41*time.Second + 7*time.Millisecond) // mid-minute
+	db, _ := newDB(t, clock)
+	fx := newFixture(t, db)
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	if es, err := db.MarkOffline(ctx, time.Hour, 10); err != nil || len(es) != 0 {
+		t.Fatalf("at exactly the limit: %d marked, %v; want none", len(es), err)
+	}
+	clock.Advance(time.Millisecond)
+	if es, err := db.MarkOffline(ctx, time.Hour, 10); err != nil || len(es) != 1 {
+		t.Fatalf("1 ms past the limit: %d marked, %v; want 1", len(es), err)
+	}
+}
+
+// Migration 0009 fills seen_minute_ms from last_seen_ms, so devices that
+// reported before it are still found by the sweep.
+func TestMigrationSeenMinuteOnPopulatedDevices(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
+	if err := store.MigrateUpTo(ctx, url, "0008_events_trace_parent.sql"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	farm := uuid.New()
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`INSERT INTO farms (id, name, created_at_ms) VALUES ('%s', 'f', 0);
+		INSERT INTO devices (id, farm_id, name, key_hash, created_at_ms, last_seen_ms)
+		SELECT gen_random_uuid(), '%s', 'd' || g, int4send(g), 0, CASE WHEN g %% 10 = 0 THEN NULL ELSE 1000000 + g * 1234 END
+		FROM generate_series(1, 1000) g`, farm, farm)); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	var wrong, reporting int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE seen_minute_ms IS DISTINCT FROM last_seen_ms - last_seen_ms % 60000),
+		count(seen_minute_ms) FROM devices`).Scan(&wrong, &reporting); err != nil {
+		t.Fatal(err)
+	}
+	if wrong != 0 || reporting != 900 {
+		t.Fatalf("after the migration: %d devices with a wrong minute, %d with one; want 0 and 900", wrong, reporting)
+	}
+	var found int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM ("+store.SweepCandidatesSQL+") c", 1000000+500*1234, 2000).Scan(&found); err != nil {
+		t.Fatal(err)
+	}
+	if want := 450; found != want { // g < 500 and not a multiple of 10
+		t.Fatalf("sweep candidates after the migration: %d, want %d", found, want)
+	}
+}
