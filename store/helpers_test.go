@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testclock"
@@ -77,4 +78,22 @@ func newUser(t testing.TB, db *store.DB) furrow.User {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// dbUpTo returns a fresh database migrated up to and including version,
+// and a connection to it closed when t ends: the state an older release
+// left, for tests of the migrations after it.
+func dbUpTo(t *testing.T, version string) (string, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
+	if err := store.MigrateUpTo(ctx, url, version); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return url, conn
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testclock"
-	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 )
 
@@ -50,15 +49,7 @@ func readingPartitions(t *testing.T, url string) map[string]int {
 
 func TestMigrationPartitionsPopulatedReadings(t *testing.T) {
 	ctx := context.Background()
-	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
-	if err := store.MigrateUpTo(ctx, url, "0001_init.sql"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	url, conn := dbUpTo(t, "0001_init.sql")
 	farm, device := uuid.New(), uuid.New()
 	now := time.Now().UnixMilli()
 	setup := []string{

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 )
 
@@ -74,15 +73,7 @@ func TestMarkOfflineIsExactWithinTheMinute(t *testing.T) {
 // reported before it are still found by the sweep.
 func TestMigrationSeenMinuteOnPopulatedDevices(t *testing.T) {
 	ctx := context.Background()
-	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
-	if err := store.MigrateUpTo(ctx, url, "0008_events_trace_parent.sql"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	url, conn := dbUpTo(t, "0008_events_trace_parent.sql")
 	farm := uuid.New()
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`INSERT INTO farms (id, name, created_at_ms) VALUES ('%s', 'f', 0);
 		INSERT INTO devices (id, farm_id, name, key_hash, created_at_ms, last_seen_ms)
