@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,25 +17,8 @@ import (
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/internal/testclock"
+	"github.com/furrowhq/furrow/internal/testenv"
 )
-
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Peers of the tests: the trusted proxy and someone else.
 const (
@@ -50,7 +31,7 @@ type harness struct {
 	t       *testing.T
 	clock   *testclock.Clock
 	store   *fakeStore
-	logs    *syncBuffer
+	logs    *testenv.Buffer
 	cfg     Config
 	deps    Deps
 	handler http.Handler
@@ -75,7 +56,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	clock := testclock.New(time.UnixMilli(1_700_000_000_000))
 	store := newFakeStore(clock)
-	h := &harness{t: t, clock: clock, store: store, logs: &syncBuffer{}}
+	h := &harness{t: t, clock: clock, store: store, logs: &testenv.Buffer{}}
 	ctx := context.Background()
 	owner, ownerToken, _ := store.CreateUser(ctx, "owner@example.com")
 	h.owner, h.ownerID = ownerToken, owner.ID

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -20,17 +19,7 @@ import (
 // can refuse or silence, bounded as Furrow's own client is.
 func proxiedRedis(t *testing.T) (*redis.Client, *testenv.Proxy) {
 	t.Helper()
-	u, err := url.Parse(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testenv.NewProxy(t, u.Host)
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.Addr = p.Addr
-	opt.ContextTimeoutEnabled = true
+	opt, p := testenv.ProxiedRedis(t)
 	opt.DialTimeout = time.Second
 	opt.ReadTimeout = time.Second
 	opt.WriteTimeout = time.Second

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,17 +25,7 @@ type proxiedLimiter struct {
 
 func newProxiedLimiter(t *testing.T) *proxiedLimiter {
 	t.Helper()
-	u, err := url.Parse(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testenv.NewProxy(t, u.Host)
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.Addr = p.Addr
-	opt.ContextTimeoutEnabled = true
+	opt, p := testenv.ProxiedRedis(t)
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
 	clock := testclock.New(time.Unix(1_700_000_000, 0))

@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// Buffer is a bytes.Buffer safe for one writer and concurrent readers, for
-// the output of a process or goroutine a test watches.
+// Buffer is a bytes.Buffer safe for concurrent writers and readers, for the
+// output of processes, goroutines or handlers a test watches.
 type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

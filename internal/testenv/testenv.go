@@ -154,3 +154,18 @@ func redact(u string) string {
 	}
 	return p.Redacted()
 }
+
+// ProxiedRedis returns client options for the test Redis that go through a
+// Proxy the test can cut or blackhole, and that proxy. Context deadlines
+// bound every command, as in Furrow's own client.
+func ProxiedRedis(t testing.TB) (*redis.Options, *Proxy) {
+	t.Helper()
+	opt, err := redis.ParseURL(RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProxy(t, opt.Addr)
+	opt.Addr = p.Addr
+	opt.ContextTimeoutEnabled = true
+	return opt, p
+}
