@@ -2,7 +2,6 @@ package furrow
 
 import (
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 )
@@ -29,18 +28,6 @@ func (w Webhook) Subscribes(t string) bool {
 	return len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, t)
 }
 
-// Numbers of the spec's delivery rules.
-const (
-	// MaxFailedChains is the number of consecutive failed chains that
-	// disables a webhook.
-	MaxFailedChains = 5
-	// DeliveryTimeout bounds each delivery attempt, response body included.
-	DeliveryTimeout = 10 * time.Second
-	// AttemptRetention is how long delivery attempts (and dispatched
-	// events, and closed workflows in the dev server) are kept.
-	AttemptRetention = 30 * 24 * time.Hour
-)
-
 // Attempt is one row of a webhook's delivery log. StatusCode is 0 when no
 // answer was received; Error says why (timeout, connection failure, skipped).
 type Attempt struct {
@@ -54,6 +41,3 @@ type Attempt struct {
 	DurationMs   int64     `json:"duration_ms"`
 	AtMs         int64     `json:"at_ms"`
 }
-
-// MaxResponseBody bounds the response body kept in the attempt log.
-const MaxResponseBody = 4096

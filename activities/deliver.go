@@ -89,15 +89,15 @@ func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook,
 	var e furrow.Event
 	w, err := a.Webhooks.WebhookByID(ctx, in.WebhookID)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		return w, e, nil, "skipped: webhook deleted", nil
+		return w, e, nil, furrow.SkipWebhookDeleted, nil
 	} else if err != nil {
 		return w, e, nil, "", err
 	} else if !w.Enabled {
-		return w, e, nil, "skipped: webhook disabled", nil
+		return w, e, nil, furrow.SkipWebhookDisabled, nil
 	}
 	e, err = a.Events.Event(ctx, in.EventID)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		return w, e, nil, "skipped: event deleted", nil
+		return w, e, nil, furrow.SkipEventDeleted, nil
 	} else if err != nil {
 		return w, e, nil, "", err
 	}
@@ -164,16 +164,30 @@ func (a *Activities) record(ctx context.Context, row furrow.Attempt) {
 	}
 }
 
-// classify turns a sent attempt into nil (2xx) or an application error.
+// classify turns a sent attempt into nil (furrow.Accepted) or an
+// application error, retryable as furrow.Retried says.
 func classify(schedule []furrow.Duration, attempt int, s sent) error {
 	switch {
-	case s.status >= 200 && s.status < 300:
+	case furrow.Accepted(s.status):
 		return nil
-	case s.status == 0 || s.status >= 500 || s.status == http.StatusRequestTimeout || s.status == http.StatusTooManyRequests:
+	case furrow.Retried(s.status):
 		return retryable(schedule, attempt, s.status, attemptText(s), nil)
 	}
 	return temporal.NewApplicationErrorWithOptions(attemptText(s), ErrorTypeRejected,
 		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{attempt, s.status}})
+}
+
+// Retried reports whether a failed attempt, as its workflow sees the
+// error, leads to another attempt when one remains: an error of type
+// ErrorTypeRetryable, or the activity timing out. Deliver's other errors
+// are not retryable.
+func Retried(err error) bool {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return !appErr.NonRetryable()
+	}
+	var timeout *temporal.TimeoutError
+	return errors.As(err, &timeout)
 }
 
 // MaxErrorText bounds the text of an attempt's error, which workflow

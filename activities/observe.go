@@ -1,12 +1,9 @@
 package activities
 
 import (
-	"errors"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
-
-	"github.com/furrowhq/furrow/telemetry"
+	"github.com/furrowhq/furrow"
 )
 
 // observeAttempt records an attempt that sent (or tried to send) a
@@ -15,22 +12,21 @@ import (
 // the event's time, for the event-to-2xx latency.
 func (a *Activities) observeAttempt(in DeliverInput, attempt int, took time.Duration, err error, occurredAtMs int64) {
 	m := a.Metrics
-	var appErr *temporal.ApplicationError
 	switch {
 	case err == nil:
-		m.DeliveryAttempt(telemetry.ResultDelivered, took)
-		m.DeliveryChain(telemetry.ResultDelivered)
+		m.DeliveryAttempt(furrow.OutcomeDelivered, took)
+		m.DeliveryChain(furrow.OutcomeDelivered)
 		m.Delivered(a.Clock.Now().Sub(time.UnixMilli(occurredAtMs)))
-	case errors.As(err, &appErr) && !appErr.NonRetryable() && attempt <= len(in.Schedule):
-		m.DeliveryAttempt(telemetry.ResultRetry, took)
+	case Retried(err) && attempt <= len(in.Schedule):
+		m.DeliveryAttempt(furrow.AttemptRetried, took)
 	default:
-		m.DeliveryAttempt(telemetry.ResultFailed, took)
-		m.DeliveryChain(telemetry.ResultFailed)
+		m.DeliveryAttempt(furrow.OutcomeFailed, took)
+		m.DeliveryChain(furrow.OutcomeFailed)
 	}
 }
 
 // observeSkip records an attempt that found nothing to send.
 func (a *Activities) observeSkip() {
-	a.Metrics.DeliveryAttempt(telemetry.ResultSkipped, 0)
-	a.Metrics.DeliveryChain(telemetry.ResultSkipped)
+	a.Metrics.DeliveryAttempt(furrow.OutcomeSkipped, 0)
+	a.Metrics.DeliveryChain(furrow.OutcomeSkipped)
 }

@@ -68,25 +68,14 @@ func (a *Activities) enabled(ctx context.Context, id uuid.UUID) bool {
 	return err == nil && w.Enabled
 }
 
-// ReportChainInput is how a delivery chain ended, to be handed to the
-// webhook's workflow (as its chain signal): StatusCode and Error are those
-// of the chain's last attempt.
-type ReportChainInput struct {
-	WebhookID  uuid.UUID
-	EventID    string
-	Failed     bool
-	StatusCode int    `json:",omitempty"`
-	Error      string `json:",omitempty"`
-}
-
 // ChainReporter hands the end of a chain to the webhook's workflow,
 // starting the workflow when it does not run (signal-with-start).
 type ChainReporter interface {
-	ReportChain(ctx context.Context, in ReportChainInput) error
+	ReportChain(ctx context.Context, r furrow.ChainReport) error
 }
 
 // ReportChain hands in to the webhook's workflow through a.Reporter.
-func (a *Activities) ReportChain(ctx context.Context, in ReportChainInput) error {
+func (a *Activities) ReportChain(ctx context.Context, in furrow.ChainReport) error {
 	if err := a.Reporter.ReportChain(ctx, in); err != nil {
 		return fmt.Errorf("report chain of webhook %s: %w", in.WebhookID, err)
 	}

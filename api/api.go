@@ -104,7 +104,7 @@ func New(cfg Config, deps Deps) http.Handler {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Limiter == nil {
-		deps.Limiter = ratelimit.NewMemory(ratelimit.SpecLimit, ratelimit.SpecWindow, deps.Clock)
+		deps.Limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, deps.Clock)
 	}
 	s := &server{cfg: cfg, keys: newKeyCache(keyCacheSize), Deps: deps}
 	return s.routes()

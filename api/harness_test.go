@@ -76,7 +76,7 @@ func newHarness(t *testing.T) *harness {
 	h.deps = Deps{
 		Users: store, Farms: store, Devices: store, Readings: store, Events: store,
 		Webhooks: store, Delivery: store, Publisher: store, Waker: store,
-		Limiter: ratelimit.NewMemory(ratelimit.SpecLimit, ratelimit.SpecWindow, clock),
+		Limiter: ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, clock),
 		Clock:   clock, Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
 	}
 	h.rebuild()

@@ -12,7 +12,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/furrowhq/furrow"
-	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/internal/apitest"
 )
 
@@ -117,7 +116,7 @@ func TestOpenAPIDocumentValid(t *testing.T) {
 // credential and outside the rate limit.
 func TestOpenAPIServed(t *testing.T) {
 	h := newHarness(t)
-	for i := range ratelimit.SpecLimit + 5 {
+	for i := range furrow.RateLimit + 5 {
 		r := h.do(req{method: "GET", path: "/api/openapi.json"})
 		if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("request %d: status %d, Content-Type %q", i, r.Status, r.Header.Get("Content-Type"))
@@ -166,8 +165,8 @@ func TestOpenAPINumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	rl := doc.Paths.MetricValues.Post.RateLimit
-	if rl.Requests != ratelimit.SpecLimit || rl.WindowSeconds != int(ratelimit.SpecWindow.Seconds()) {
-		t.Errorf("x-furrow-rate-limit = %+v, want %d per %s", rl, ratelimit.SpecLimit, ratelimit.SpecWindow)
+	if rl.Requests != furrow.RateLimit || rl.WindowSeconds != int(furrow.RateWindow.Seconds()) {
+		t.Errorf("x-furrow-rate-limit = %+v, want %d per %s", rl, furrow.RateLimit, furrow.RateWindow)
 	}
 	if p := doc.Paths.MetricValues.Post.Parameters; len(p) != 1 || p[0].Schema.MaxLength != furrow.MaxIdempotencyKey {
 		t.Errorf("Idempotency-Key parameter = %+v, want maxLength %d", p, furrow.MaxIdempotencyKey)

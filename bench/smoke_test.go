@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/furrowhq/furrow/api/ratelimit"
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testenv"
 )
 
@@ -134,12 +134,12 @@ func TestSmokeIngest(t *testing.T) {
 		t.Fatalf("warm-up %+v; want 201s reported apart", warm)
 	}
 	// The warm-up's readings are stored too. A fast machine may reach every
-	// device's limit (ratelimit.SpecLimit a minute): then exactly that many are accepted in
+	// device's limit (furrow.RateLimit a minute): then exactly that many are accepted in
 	// all and the rest are 429.
 	created, limited := in.Status["201"]+warm.Status["201"], in.Status["429"]+warm.Status["429"]
-	if created == 0 || created+limited != in.Requests+warm.Requests || (limited > 0 && created != ratelimit.SpecLimit*devices) {
+	if created == 0 || created+limited != in.Requests+warm.Requests || (limited > 0 && created != furrow.RateLimit*devices) {
 		t.Fatalf("status counts %v and warm-up %v of %d requests; want 201s, and 429s only past %d",
-			in.Status, warm.Status, in.Requests, ratelimit.SpecLimit*devices)
+			in.Status, warm.Status, in.Requests, furrow.RateLimit*devices)
 	}
 	if in.Stored != created || in.Events != created {
 		t.Errorf("%d created, %d readings and %d events stored", created, in.Stored, in.Events)

@@ -28,7 +28,7 @@ type Config struct {
 	StartTimeout time.Duration   // deadline of each workflow start [10s]
 	Batch        int             // events per claim [100]
 	MaxBackoff   time.Duration   // longest wait before claiming after failures [1m]
-	Schedule     []time.Duration // retry schedule of deliveries [workflows.DefaultSchedule]
+	Schedule     []time.Duration // retry schedule of deliveries [furrow.DefaultSchedule]
 	Parallel     int             // store and Temporal calls in flight at once [16]
 }
 

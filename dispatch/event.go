@@ -55,7 +55,7 @@ func (d *Dispatcher) skip(ctx context.Context, w furrow.Webhook, e furrow.Event)
 		DeliveryID: uuid.NewSHA1(skippedNamespace, []byte(w.ID.String()+"/"+e.ID)),
 		WebhookID:  w.ID,
 		EventID:    e.ID,
-		Error:      "skipped: webhook disabled",
+		Error:      furrow.SkipWebhookDisabled,
 		AtMs:       e.OccurredAtMs,
 	}
 	err := d.deps.Webhooks.AddAttempt(ctx, a)

@@ -11,15 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-)
 
-// Values of the result label of furrow_delivery_attempts_total and of the
-// outcome label of furrow_delivery_chains_total.
-const (
-	ResultDelivered = "delivered"
-	ResultRetry     = "retry"
-	ResultFailed    = "failed"
-	ResultSkipped   = "skipped"
+	"github.com/furrowhq/furrow"
 )
 
 // Metrics are Furrow's own instruments, registered on one registry.
@@ -60,10 +53,10 @@ func New() *Metrics {
 	m.disabled = counter(reg, "furrow_webhooks_disabled_total", "Webhooks disabled after consecutive failed chains.")
 	m.offline = counter(reg, "furrow_devices_offline_total", "Devices marked offline (device.offline emitted).")
 	m.dispatch = newDispatchMetrics(reg)
-	for _, r := range []string{ResultDelivered, ResultRetry, ResultFailed, ResultSkipped} {
+	for _, r := range []string{furrow.OutcomeDelivered, furrow.AttemptRetried, furrow.OutcomeFailed, furrow.OutcomeSkipped} {
 		m.attempts.WithLabelValues(r) // Every result is shown from the start, at 0.
 	}
-	for _, o := range []string{ResultDelivered, ResultFailed, ResultSkipped} {
+	for _, o := range []string{furrow.OutcomeDelivered, furrow.OutcomeFailed, furrow.OutcomeSkipped} {
 		m.chains.WithLabelValues(o)
 	}
 	return m
@@ -102,8 +95,9 @@ func (m *Metrics) WorkflowStarted() {
 	}
 }
 
-// DeliveryAttempt records one attempt by result; took is its duration, zero
-// for an attempt that sent nothing.
+// DeliveryAttempt records one attempt by result (furrow.AttemptRetried or
+// an Outcome word); took is its duration, zero for an attempt that sent
+// nothing.
 func (m *Metrics) DeliveryAttempt(result string, took time.Duration) {
 	if m == nil {
 		return
@@ -114,7 +108,8 @@ func (m *Metrics) DeliveryAttempt(result string, took time.Duration) {
 	}
 }
 
-// DeliveryChain records a chain that ended with outcome.
+// DeliveryChain records a chain that ended with outcome, an Outcome word of
+// package furrow.
 func (m *Metrics) DeliveryChain(outcome string) {
 	if m != nil {
 		m.chains.WithLabelValues(outcome).Inc()

@@ -18,7 +18,7 @@ import (
 type Control struct {
 	c client.Client
 	// Schedule is the retry schedule of redeliveries; nil means
-	// workflows.DefaultSchedule.
+	// furrow.DefaultSchedule.
 	Schedule []time.Duration
 }
 
@@ -42,11 +42,9 @@ func (ctl *Control) Reenable(ctx context.Context, webhookID uuid.UUID) error {
 	return nil
 }
 
-// ReportChain sends in as a workflows.ChainReport to the webhook's
-// workflow, starting it when it does not run.
-func (ctl *Control) ReportChain(ctx context.Context, in activities.ReportChainInput) error {
-	r := workflows.ChainReport{WebhookID: in.WebhookID, EventID: in.EventID, Failed: in.Failed,
-		StatusCode: in.StatusCode, Error: in.Error}
+// ReportChain sends r to the webhook's workflow, starting it when it does
+// not run.
+func (ctl *Control) ReportChain(ctx context.Context, r furrow.ChainReport) error {
 	_, err := ctl.c.SignalWithStartWorkflow(ctx, workflows.WebhookWorkflowID(r.WebhookID), workflows.SignalChain, r,
 		workflows.WebhookStart(r.WebhookID), workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: r.WebhookID})
 	return err

@@ -23,13 +23,6 @@ const attemptTimeout = 3 * furrow.DeliveryTimeout
 // for. Histories recorded before replay the old way.
 const attemptsChange = "attempt-per-activity"
 
-// Delivery outcomes.
-const (
-	Delivered = "delivered"
-	Failed    = "failed"
-	Skipped   = "skipped"
-)
-
 // DeliveryInput is the input of the delivery workflow: ids and the event
 // type only, never the secret or the body.
 type DeliveryInput struct {
@@ -38,13 +31,14 @@ type DeliveryInput struct {
 	FarmID    uuid.UUID
 	EventType string
 	// Schedule is the delay after each failed attempt but the last; empty
-	// means DefaultSchedule.
+	// means furrow.DefaultSchedule.
 	Schedule []furrow.Duration
 }
 
-// DeliveryResult is the result of the delivery workflow. StatusCode and
-// Error are those of the last attempt: the answer's status (0 when there
-// was none) and, unless delivered, why it failed or was skipped.
+// DeliveryResult is the result of the delivery workflow. Outcome is one of
+// furrow's Outcome words. StatusCode and Error are those of the last
+// attempt: the answer's status (0 when there was none) and, unless
+// delivered, why it failed or was skipped.
 type DeliveryResult struct {
 	Outcome    string
 	Attempts   int
@@ -61,7 +55,7 @@ type DeliveryResult struct {
 func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 	c := newChain(in)
 	res, err := c.deliver(ctx)
-	out := DeliveryResult{Outcome: Delivered, Attempts: res.Attempt, StatusCode: res.StatusCode}
+	out := DeliveryResult{Outcome: furrow.OutcomeDelivered, Attempts: res.Attempt, StatusCode: res.StatusCode}
 	var appErr *temporal.ApplicationError
 	switch {
 	case err != nil && !errors.As(err, &appErr):
@@ -70,15 +64,15 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 		return out, err
 	case err != nil:
 		f := failureOf(err)
-		out.Outcome, out.StatusCode, out.Error = Failed, f.status, f.text
+		out.Outcome, out.StatusCode, out.Error = furrow.OutcomeFailed, f.status, f.text
 		if f.attempt > 0 {
 			out.Attempts = f.attempt
 		}
 	case res.Skipped:
-		out.Outcome, out.Error = Skipped, res.SkipReason
+		out.Outcome, out.Error = furrow.OutcomeSkipped, res.SkipReason
 	}
 	workflow.SetCurrentDetails(ctx, c.ended(out))
-	if out.Outcome == Failed || (out.Outcome == Delivered && res.Failures > 0) {
+	if out.Outcome == furrow.OutcomeFailed || (out.Outcome == furrow.OutcomeDelivered && res.Failures > 0) {
 		if err := report(ctx, in, out); err != nil {
 			return out, err
 		}
@@ -93,10 +87,7 @@ type chain struct {
 }
 
 func newChain(in DeliveryInput) *chain {
-	schedule := furrow.TimeDurations(in.Schedule)
-	if len(schedule) == 0 {
-		schedule = DefaultSchedule
-	}
+	schedule := furrow.ScheduleOrDefault(furrow.TimeDurations(in.Schedule))
 	return &chain{
 		in:       activities.DeliverInput{WebhookID: in.WebhookID, EventID: in.EventID, FirstAttempt: 1, Schedule: furrow.Durations(schedule)},
 		schedule: schedule,
@@ -118,7 +109,7 @@ func (c *chain) deliver(ctx workflow.Context) (activities.DeliverResult, error) 
 	})
 	err := workflow.ExecuteLocalActivity(lctx, a.Deliver, c.in).Get(ctx, &res)
 	res.Attempt = 1
-	if err == nil || !retried(err) || len(c.schedule) == 0 {
+	if err == nil || !activities.Retried(err) || len(c.schedule) == 0 {
 		return res, err
 	}
 	if workflow.GetVersion(ctx, attemptsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
@@ -131,7 +122,7 @@ func (c *chain) deliver(ctx workflow.Context) (activities.DeliverResult, error) 
 		res = activities.DeliverResult{}
 		err = c.attempt(ctx, attempt, &res)
 		res.Attempt = attempt
-		if err == nil || !retried(err) {
+		if err == nil || !activities.Retried(err) {
 			break
 		}
 	}
@@ -212,16 +203,6 @@ func failureOf(err error) failure {
 	return f
 }
 
-// retried reports whether a failed attempt leads to another one.
-func retried(err error) bool {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return !appErr.NonRetryable()
-	}
-	var timeout *temporal.TimeoutError
-	return errors.As(err, &timeout)
-}
-
 // asChainFailure turns an activity timeout into an application error so
 // that it counts as a failed chain like any other endpoint failure.
 func asChainFailure(err error) error {
@@ -240,7 +221,7 @@ func report(ctx workflow.Context, in DeliveryInput, out DeliveryResult) error {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 		Summary:             "report the chain to " + WebhookWorkflowID(in.WebhookID),
 	})
-	r := activities.ReportChainInput{WebhookID: in.WebhookID, EventID: in.EventID, Failed: out.Outcome == Failed,
+	r := furrow.ChainReport{WebhookID: in.WebhookID, EventID: in.EventID, Failed: out.Outcome == furrow.OutcomeFailed,
 		StatusCode: out.StatusCode, Error: out.Error}
 	return workflow.ExecuteActivity(ctx, a.ReportChain, r).Get(ctx, nil)
 }

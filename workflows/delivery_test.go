@@ -52,14 +52,14 @@ func TestDeliveryFullScheduleAgainstFailingEndpoint(t *testing.T) {
 	srv, hits := endpoint(t, 500)
 	f := newFixture(srv.URL, 0)
 	res := runDelivery(t, f, srv.Client(), nil)
-	if res.Outcome != workflows.Failed || res.Attempts != 8 || hits.Load() != 8 {
+	if res.Outcome != furrow.OutcomeFailed || res.Attempts != 8 || hits.Load() != 8 {
 		t.Fatalf("got %+v after %d hits, want failed after 8 attempts", res, hits.Load())
 	}
 	rows := f.store.rows()
 	if len(rows) != 8 {
 		t.Fatalf("got %d attempt rows, want 8", len(rows))
 	}
-	for i, d := range workflows.DefaultSchedule {
+	for i, d := range furrow.DefaultSchedule() {
 		if rows[i].Attempt != i+1 {
 			t.Errorf("row %d has attempt %d", i, rows[i].Attempt)
 		}
@@ -78,7 +78,7 @@ func TestDeliveryNotRetried(t *testing.T) {
 		srv, hits := endpoint(t, status)
 		f := newFixture(srv.URL, 0)
 		res := runDelivery(t, f, srv.Client(), nil)
-		if res.Outcome != workflows.Failed || res.Attempts != 1 || hits.Load() != 1 {
+		if res.Outcome != furrow.OutcomeFailed || res.Attempts != 1 || hits.Load() != 1 {
 			t.Errorf("status %d: got %+v after %d hits, want failed after 1 attempt", status, res, hits.Load())
 		}
 		assertReports(t, f, true, status)
@@ -90,7 +90,7 @@ func TestDeliveryRetriedThenDelivered(t *testing.T) {
 		srv, hits := endpoint(t, status, status, 204)
 		f := newFixture(srv.URL, 0)
 		res := runDelivery(t, f, srv.Client(), nil)
-		if res.Outcome != workflows.Delivered || res.Attempts != 3 || res.StatusCode != 204 || hits.Load() != 3 {
+		if res.Outcome != furrow.OutcomeDelivered || res.Attempts != 3 || res.StatusCode != 204 || hits.Load() != 3 {
 			t.Errorf("status %d: got %+v after %d hits, want delivered on attempt 3", status, res, hits.Load())
 		}
 		// A healthy webhook's workflow is never bothered.
@@ -103,7 +103,7 @@ func TestDeliveryRetriedThenDelivered(t *testing.T) {
 func TestDeliverySuccessAfterFailuresIsReported(t *testing.T) {
 	srv, _ := endpoint(t, 200)
 	f := newFixture(srv.URL, 2)
-	if res := runDelivery(t, f, srv.Client(), nil); res.Outcome != workflows.Delivered || res.Attempts != 1 {
+	if res := runDelivery(t, f, srv.Client(), nil); res.Outcome != furrow.OutcomeDelivered || res.Attempts != 1 {
 		t.Fatalf("got %+v, want delivered at once", res)
 	}
 	assertReports(t, f, false, 200)
@@ -119,7 +119,7 @@ func TestDeliveryTimeoutAndConnectionFailureRetried(t *testing.T) {
 	f := newFixture(hang.URL, 0)
 	client := &http.Client{Timeout: 50 * time.Millisecond}
 	res := runDelivery(t, f, client, []time.Duration{time.Minute})
-	if res.Outcome != workflows.Failed || res.Attempts != 2 {
+	if res.Outcome != furrow.OutcomeFailed || res.Attempts != 2 {
 		t.Fatalf("timeout: got %+v, want failed after 2 attempts", res)
 	}
 	if rows := f.store.rows(); rows[0].Error != "timeout after 10s" || rows[0].StatusCode != 0 {
@@ -130,7 +130,7 @@ func TestDeliveryTimeoutAndConnectionFailureRetried(t *testing.T) {
 	closed.Close()
 	f = newFixture(closed.URL, 0)
 	res = runDelivery(t, f, http.DefaultClient, []time.Duration{time.Minute, time.Hour})
-	if res.Outcome != workflows.Failed || res.Attempts != 3 {
+	if res.Outcome != furrow.OutcomeFailed || res.Attempts != 3 {
 		t.Fatalf("connection failure: got %+v, want failed after 3 attempts", res)
 	}
 	if rows := f.store.rows(); len(rows) != 3 || rows[2].Error == "" {
@@ -150,7 +150,7 @@ func TestDeliverySkippedWhenDisabledMidChain(t *testing.T) {
 	defer srv.Close()
 	f = newFixture(srv.URL, 0)
 	res := runDelivery(t, f, srv.Client(), nil)
-	if res.Outcome != workflows.Skipped || res.Attempts != 3 || hits.Load() != 2 {
+	if res.Outcome != furrow.OutcomeSkipped || res.Attempts != 3 || hits.Load() != 2 {
 		t.Fatalf("got %+v after %d hits, want skipped at attempt 3", res, hits.Load())
 	}
 	rows := f.store.rows()
@@ -167,7 +167,7 @@ func TestDeliverySkippedWhenDeleted(t *testing.T) {
 	f := newFixture(srv.URL, 0)
 	delete(f.store.hooks, f.webhook.ID)
 	res := runDelivery(t, f, srv.Client(), nil)
-	if res.Outcome != workflows.Skipped || hits.Load() != 0 {
+	if res.Outcome != furrow.OutcomeSkipped || hits.Load() != 0 {
 		t.Fatalf("got %+v after %d hits, want skipped without a request", res, hits.Load())
 	}
 	if rows := f.store.rows(); len(rows) != 1 || rows[0].Error != "skipped: webhook deleted" {
@@ -180,7 +180,7 @@ func TestDeliverySkippedWhenDeleted(t *testing.T) {
 func assertReports(t *testing.T, f *fixture, failed bool, status int) {
 	t.Helper()
 	reports := f.reporter.Reports()
-	want := activities.ReportChainInput{WebhookID: f.webhook.ID, EventID: f.event.ID, Failed: failed, StatusCode: status}
+	want := furrow.ChainReport{WebhookID: f.webhook.ID, EventID: f.event.ID, Failed: failed, StatusCode: status}
 	if failed {
 		want.Error = fmt.Sprintf("endpoint answered %d", status)
 	}

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/furrowhq/furrow"
-	"github.com/furrowhq/furrow/activities"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -92,20 +91,20 @@ func (s *store) Writes() []workflows.WebhookState {
 // reporter records chain reports.
 type reporter struct {
 	mu      sync.Mutex
-	reports []activities.ReportChainInput
+	reports []furrow.ChainReport
 }
 
-func (r *reporter) ReportChain(_ context.Context, c activities.ReportChainInput) error {
+func (r *reporter) ReportChain(_ context.Context, c furrow.ChainReport) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reports = append(r.reports, c)
 	return nil
 }
 
-func (r *reporter) Reports() []activities.ReportChainInput {
+func (r *reporter) Reports() []furrow.ChainReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]activities.ReportChainInput(nil), r.reports...)
+	return append([]furrow.ChainReport(nil), r.reports...)
 }
 
 // fixture is a webhook with one event in a store.

@@ -33,7 +33,8 @@ const (
 	// It carries no payload, so support can send it from the Temporal UI
 	// or CLI.
 	SignalReenable = "reenable"
-	// SignalChain reports the end of a delivery chain (a ChainReport).
+	// SignalChain reports the end of a delivery chain (a
+	// furrow.ChainReport).
 	// Only delivery workflows send it, through the ReportChain activity.
 	SignalChain = "chain"
 )
@@ -42,16 +43,6 @@ const (
 // WebhookState, for the Temporal UI's Queries tab and
 // `temporal workflow query --type state`.
 const QueryState = "state"
-
-// ChainReport is the payload of SignalChain: how one delivery chain of a
-// webhook ended. StatusCode and Error are those of its last attempt.
-type ChainReport struct {
-	WebhookID  uuid.UUID
-	EventID    string
-	Failed     bool
-	StatusCode int    `json:",omitempty"`
-	Error      string `json:",omitempty"`
-}
 
 // WebhookState is the part of a webhook the per-webhook workflow owns,
 // carried over by continue-as-new and answered to QueryState. Failures
@@ -65,13 +56,6 @@ type WebhookState struct {
 	Gone       bool
 	LastChange string     `json:",omitempty"`
 	ChangedAt  *time.Time `json:",omitempty"`
-}
-
-// DefaultSchedule is the delay after each failed attempt but the last: 8
-// attempts over about 21 hours.
-var DefaultSchedule = []time.Duration{
-	30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute,
-	2 * time.Hour, 6 * time.Hour, 12 * time.Hour,
 }
 
 // Search attribute keys of delivery workflows, all of type keyword.
@@ -120,7 +104,7 @@ func DeliverySearchAttributes(webhookID uuid.UUID, e furrow.Event) temporal.Sear
 // details the Temporal UI shows, with w's host but never its secret, path
 // or query. A closed or running workflow with the same ID makes the start
 // fail with WorkflowExecutionAlreadyStarted, which callers treat as
-// success. An empty schedule means DefaultSchedule.
+// success. An empty schedule means furrow.DefaultSchedule.
 func DeliveryStart(id string, w furrow.Webhook, e furrow.Event, schedule []time.Duration) (client.StartWorkflowOptions, DeliveryInput) {
 	host := webhookHost(w.URL)
 	opts := client.StartWorkflowOptions{

@@ -64,7 +64,7 @@ func TestDeliveryTellsItsStory(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome != workflows.Failed || res.Attempts != 8 || res.StatusCode != 503 || res.Error != "endpoint answered 503" {
+	if res.Outcome != furrow.OutcomeFailed || res.Attempts != 8 || res.StatusCode != 503 || res.Error != "endpoint answered 503" {
 		t.Errorf("result %+v, want failed after 8 attempts answered 503", res)
 	}
 	if want := "attempt 3 of 8 answered 503; next in 10m"; waiting != want {
@@ -102,7 +102,7 @@ func TestWebhookAnswersItsState(t *testing.T) {
 		}
 		views = append(views, seen{st, currentDetails(t, env)})
 	}
-	report := workflows.ChainReport{WebhookID: f.webhook.ID, EventID: "evt_1", Failed: true, StatusCode: 503, Error: "endpoint answered 503"}
+	report := furrow.ChainReport{WebhookID: f.webhook.ID, EventID: "evt_1", Failed: true, StatusCode: 503, Error: "endpoint answered 503"}
 	for i := 1; i <= 5; i++ {
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalChain, report) }, time.Duration(i)*time.Minute)
 	}

@@ -24,9 +24,7 @@ func deliverySummary(host string, e furrow.Event) string {
 // deliveryDetails are the fixed details of a delivery, in Temporal
 // markdown.
 func deliveryDetails(webhookID uuid.UUID, host string, e furrow.Event, schedule []time.Duration) string {
-	if len(schedule) == 0 {
-		schedule = DefaultSchedule
-	}
+	schedule = furrow.ScheduleOrDefault(schedule)
 	delays := make([]string, len(schedule))
 	for i, d := range schedule {
 		delays[i] = furrow.Duration(d).String()
@@ -80,9 +78,9 @@ func (c *chain) waiting(n int, f failure, delay time.Duration) string {
 // ended says how the chain ended.
 func (c *chain) ended(out DeliveryResult) string {
 	switch {
-	case out.Outcome == Delivered:
+	case out.Outcome == furrow.OutcomeDelivered:
 		return fmt.Sprintf("delivered: attempt %d of %d answered %d", out.Attempts, c.total(), out.StatusCode)
-	case out.Outcome == Skipped:
+	case out.Outcome == furrow.OutcomeSkipped:
 		return fmt.Sprintf("skipped at attempt %d of %d: %s", out.Attempts, c.total(), out.Error)
 	case out.Attempts < c.total():
 		return fmt.Sprintf("failed: attempt %d of %d %s, which is not retried", out.Attempts, c.total(), answer(out.StatusCode, out.Error))

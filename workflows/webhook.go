@@ -51,7 +51,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	reenable := workflow.GetSignalChannel(ctx, SignalReenable)
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(chain, func(c workflow.ReceiveChannel, _ bool) {
-		var r ChainReport
+		var r furrow.ChainReport
 		c.Receive(ctx, &r)
 		w.next = w.afterChain(r, workflow.Now(ctx))
 	})
@@ -85,7 +85,7 @@ type webhookRun struct {
 }
 
 // afterChain is the state after the chain report r, received at now.
-func (w *webhookRun) afterChain(r ChainReport, now time.Time) WebhookState {
+func (w *webhookRun) afterChain(r furrow.ChainReport, now time.Time) WebhookState {
 	s := w.state
 	s.ChangedAt = &now
 	if !r.Failed {

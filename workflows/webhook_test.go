@@ -35,7 +35,7 @@ func runWebhook(t *testing.T, f *fixture, in workflows.WebhookInput, signals []s
 				env.SignalWorkflow(workflows.SignalReenable, nil)
 				return
 			}
-			env.SignalWorkflow(workflows.SignalChain, workflows.ChainReport{WebhookID: f.webhook.ID, Failed: sig.failed})
+			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: sig.failed})
 		}, time.Duration(i+1)*time.Minute)
 	}
 	env.ExecuteWorkflow(workflows.WebhookWorkflowName, in)
@@ -114,10 +114,10 @@ func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 	// after its bound before continuing as new.
 	env.RegisterDelayedCallback(func() {
 		for range 498 {
-			env.SignalWorkflow(workflows.SignalChain, workflows.ChainReport{WebhookID: f.webhook.ID})
+			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID})
 		}
 		for range 3 {
-			env.SignalWorkflow(workflows.SignalChain, workflows.ChainReport{WebhookID: f.webhook.ID, Failed: true})
+			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true})
 		}
 	}, time.Minute)
 	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: f.webhook.ID})

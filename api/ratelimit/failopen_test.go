@@ -29,7 +29,7 @@ func newProxiedLimiter(t *testing.T) *proxiedLimiter {
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	inner := &countingLimiter{inner: NewRedis(c, SpecLimit, SpecWindow, "furrow-test:"+uuid.NewString()+":")}
+	inner := &countingLimiter{inner: NewRedis(c, furrow.RateLimit, furrow.RateWindow, "furrow-test:"+uuid.NewString()+":")}
 	f := NewFailOpen(inner, FailOpenOptions{Timeout: 200 * time.Millisecond, Breaker: 5 * time.Second, Clock: clock})
 	return &proxiedLimiter{f: f, proxy: p, asked: inner, clock: clock}
 }

@@ -5,14 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testclock"
 )
 
 func TestMemoryRejects121st(t *testing.T) {
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	m := NewMemory(SpecLimit, SpecWindow, clock)
+	m := NewMemory(furrow.RateLimit, furrow.RateWindow, clock)
 	ctx := context.Background()
-	for i := range SpecLimit {
+	for i := range furrow.RateLimit {
 		d, err := m.Allow(ctx, "key:a")
 		if err != nil || !d.Allowed {
 			t.Fatalf("request %d: got %+v, %v; want allowed", i+1, d, err)
@@ -24,7 +25,7 @@ func TestMemoryRejects121st(t *testing.T) {
 		t.Fatal("121st request was allowed")
 	}
 	// The oldest was accepted 12 s ago, so its slot frees in 48 s.
-	if want := SpecWindow - 12*time.Second; d.RetryAfter != want {
+	if want := furrow.RateWindow - 12*time.Second; d.RetryAfter != want {
 		t.Fatalf("RetryAfter = %v, want %v", d.RetryAfter, want)
 	}
 	if d, _ := m.Allow(ctx, "key:b"); !d.Allowed {

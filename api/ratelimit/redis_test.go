@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/internal/testenv"
 )
@@ -29,13 +30,13 @@ func newRedis(t *testing.T) *Redis {
 			c.Del(context.Background(), keys...)
 		}
 	})
-	return NewRedis(c, SpecLimit, SpecWindow, prefix)
+	return NewRedis(c, furrow.RateLimit, furrow.RateWindow, prefix)
 }
 
 func TestRedisAllows120ThenRejects(t *testing.T) {
 	l := newRedis(t)
 	ctx := context.Background()
-	for i := range SpecLimit {
+	for i := range furrow.RateLimit {
 		d, err := l.Allow(ctx, "key:a")
 		if err != nil || !d.Allowed {
 			t.Fatalf("request %d: got %+v, %v; want allowed", i+1, d, err)
@@ -49,7 +50,7 @@ func TestRedisAllows120ThenRejects(t *testing.T) {
 		if d.Allowed {
 			t.Fatal("121st request was allowed")
 		}
-		if d.RetryAfter <= 0 || d.RetryAfter > SpecWindow {
+		if d.RetryAfter <= 0 || d.RetryAfter > furrow.RateWindow {
 			t.Fatalf("RetryAfter = %v, want within (0, 60s]", d.RetryAfter)
 		}
 	}
@@ -95,8 +96,8 @@ func TestRedisConcurrentExactlyLimit(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := allowed.Load(); n != SpecLimit {
-		t.Fatalf("%d of 200 concurrent requests allowed, want exactly %d", n, SpecLimit)
+	if n := allowed.Load(); n != furrow.RateLimit {
+		t.Fatalf("%d of 200 concurrent requests allowed, want exactly %d", n, furrow.RateLimit)
 	}
 }
 

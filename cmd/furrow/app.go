@@ -57,14 +57,14 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 			db.Close()
 			return nil, err
 		}
-		failOpen := ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, ratelimit.SpecLimit, ratelimit.SpecWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
+		failOpen := ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, furrow.RateLimit, furrow.RateWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
 			Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log,
 		})
 		failOpens, limiter = failOpen.Failures, failOpen
 		s.bus = live.NewRedisBus(s.redis, "furrow:live:", log)
 	} else {
 		log.Warn("FURROW_REDIS_URL is not set: the rate limiter and the live bus run in-process; run a single instance only")
-		limiter = ratelimit.NewMemory(ratelimit.SpecLimit, ratelimit.SpecWindow, furrow.SystemClock{})
+		limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, furrow.SystemClock{})
 		s.bus = live.NewMemoryBus(log)
 	}
 	s.live = live.NewServer(live.Deps{Bus: s.bus, Logger: log})

@@ -3,12 +3,11 @@ package main
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/furrowhq/furrow/workflows"
+	"github.com/furrowhq/furrow"
 )
 
 // Config is every setting of the binary, read once from the environment in
@@ -80,7 +79,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.TrustedProxies, err = parsePrefixes(or(getenv("FURROW_TRUSTED_PROXIES"), defaultProxies)); err != nil {
 		return c, fmt.Errorf("FURROW_TRUSTED_PROXIES: %w", err)
 	}
-	c.RetrySchedule = slices.Clone(workflows.DefaultSchedule)
+	c.RetrySchedule = furrow.DefaultSchedule()
 	if v := getenv("FURROW_RETRY_SCHEDULE"); v != "" {
 		if c.RetrySchedule, err = parseSchedule(v); err != nil {
 			return c, fmt.Errorf("FURROW_RETRY_SCHEDULE: %w", err)

@@ -28,6 +28,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/temporal/visindex"
 	"github.com/furrowhq/furrow/workflows"
 )
@@ -35,7 +36,7 @@ import (
 func main() {
 	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend host:port")
 	namespace := flag.String("namespace", "default", "namespace to register")
-	retention := flag.Duration("retention", 30*24*time.Hour, "how long closed workflows are kept")
+	retention := flag.Duration("retention", furrow.AttemptRetention, "how long closed workflows are kept")
 	wait := flag.Duration("wait", 2*time.Minute, "how long to wait for the frontend to answer")
 	trim := flag.String("trim-visibility", "", "PostgreSQL URL of the visibility database whose unused indexes to drop; empty: leave it alone")
 	flag.Parse()

@@ -1,0 +1,63 @@
+package furrow
+
+import "github.com/google/uuid"
+
+// The words of the delivery engine: how a chain and an attempt end, why an
+// attempt sends nothing, which answers are tried again, and what a chain
+// tells its webhook's workflow. The workflows, the activities, the
+// dispatcher and the metrics speak them from here; the numbers they follow
+// are in spec.go.
+
+// Outcomes of a delivery chain, the attempts to deliver one event to one
+// webhook. They are the Outcome of a delivery workflow's result and the
+// outcome label of furrow_delivery_chains_total.
+const (
+	// OutcomeDelivered is a chain whose last attempt was answered 2xx.
+	OutcomeDelivered = "delivered"
+	// OutcomeFailed is a chain ended by an answer that is not retried, or
+	// by a retried failure of its last attempt.
+	OutcomeFailed = "failed"
+	// OutcomeSkipped is a chain whose attempt sent nothing, for one of the
+	// Skip reasons.
+	OutcomeSkipped = "skipped"
+)
+
+// AttemptRetried is the result of an attempt that failed in a retried way
+// while attempts remain, so that its chain goes on. An attempt that ends
+// its chain has the chain's outcome as its result. Both are the result
+// label of furrow_delivery_attempts_total.
+const AttemptRetried = "retry"
+
+// Why an attempt sent nothing: the error of its row in the attempt log and
+// of its delivery workflow's result.
+const (
+	SkipWebhookDisabled = "skipped: webhook disabled"
+	SkipWebhookDeleted  = "skipped: webhook deleted"
+	SkipEventDeleted    = "skipped: event deleted"
+)
+
+// Accepted reports whether an answer's status delivers the event: any 2xx,
+// whatever the body says.
+func Accepted(status int) bool { return status >= 200 && status < 300 }
+
+// Retried reports whether an attempt that was answered status, or not
+// answered at all (status 0: a timeout or a connection failure), is tried
+// again after the schedule's delay: no answer, 5xx, 408 Request Timeout and
+// 429 Too Many Requests are. Any other answer that is not Accepted (other
+// 4xx, a redirect, which is never followed) fails the chain at once.
+func Retried(status int) bool {
+	return status == 0 || status >= 500 || status == 408 || status == 429
+}
+
+// ChainReport is how one delivery chain of a webhook ended, as its delivery
+// workflow tells the webhook's workflow (which counts failed chains). Only
+// failed chains, and delivered chains of a webhook that counts failed
+// chains, are reported. StatusCode and Error are those of the chain's last
+// attempt.
+type ChainReport struct {
+	WebhookID  uuid.UUID
+	EventID    string
+	Failed     bool
+	StatusCode int    `json:",omitempty"`
+	Error      string `json:",omitempty"`
+}

@@ -1,0 +1,60 @@
+package furrow
+
+import (
+	"slices"
+	"time"
+)
+
+// The numbers Furrow promises: the rate limit of the device API and the
+// rules of webhook delivery. They are defined here only; the API, the rate
+// limiters, the dispatcher, the workflows, the activities, the dev server
+// and the cluster setup all read them from here, and the README states them
+// in words.
+const (
+	// RateLimit is how many readings one device credential may post in a
+	// RateWindow; the next is answered 429 rate_limited with retry-after.
+	RateLimit = 120
+	// RateWindow is the sliding window RateLimit counts over.
+	RateWindow = 60 * time.Second
+
+	// MaxAttempts is how many times one event is sent to one webhook at
+	// most: a first attempt, then one after each delay of DefaultSchedule.
+	MaxAttempts = 8
+	// DeliveryTimeout bounds each delivery attempt, response body
+	// included. An attempt that runs out of it is retried.
+	DeliveryTimeout = 10 * time.Second
+	// MaxFailedChains is the number of consecutive failed chains that
+	// disables a webhook until it is re-enabled.
+	MaxFailedChains = 5
+	// AttemptRetention is how long delivery attempts are kept; dispatched
+	// events, and closed workflows in a namespace Furrow sets up, are kept
+	// as long.
+	AttemptRetention = 30 * 24 * time.Hour
+)
+
+// MaxResponseBody bounds the response body kept in the attempt log. It is
+// Furrow's own bound rather than a promise, but it sits with the numbers
+// above because the attempt log is read by users.
+const MaxResponseBody = 4096
+
+// defaultSchedule holds one delay per attempt but the first, so that its
+// length follows MaxAttempts.
+var defaultSchedule = [MaxAttempts - 1]time.Duration{
+	30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute,
+	2 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+}
+
+// DefaultSchedule returns the delay after each failed attempt but the
+// last: MaxAttempts attempts over about 21 hours. A deployment may set its
+// own schedule (FURROW_RETRY_SCHEDULE); the result is a copy the caller
+// may change.
+func DefaultSchedule() []time.Duration { return slices.Clone(defaultSchedule[:]) }
+
+// ScheduleOrDefault returns s, or DefaultSchedule when s is empty: how
+// every layer reads a schedule that was not set.
+func ScheduleOrDefault(s []time.Duration) []time.Duration {
+	if len(s) == 0 {
+		return DefaultSchedule()
+	}
+	return s
+}

@@ -1,0 +1,37 @@
+package furrow
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDefaultScheduleHasADelayBeforeEveryAttemptButTheFirst(t *testing.T) {
+	s := DefaultSchedule()
+	if len(s)+1 != MaxAttempts {
+		t.Fatalf("%d delays for %d attempts", len(s), MaxAttempts)
+	}
+	var total time.Duration
+	for i, d := range s {
+		if d <= 0 || (i > 0 && d < s[i-1]) {
+			t.Fatalf("delay %d is %s: delays must be positive and never shrink (%v)", i, d, s)
+		}
+		total += d
+	}
+	if total < 20*time.Hour || total > 22*time.Hour {
+		t.Errorf("the chain lasts %s, want about 21 hours", total)
+	}
+	s[0] = time.Hour
+	if DefaultSchedule()[0] != 30*time.Second {
+		t.Error("changing a returned schedule changed the default")
+	}
+}
+
+func TestScheduleOrDefault(t *testing.T) {
+	if got := ScheduleOrDefault(nil); len(got) != MaxAttempts-1 {
+		t.Errorf("empty schedule read as %v", got)
+	}
+	own := []time.Duration{time.Second}
+	if got := ScheduleOrDefault(own); len(got) != 1 || got[0] != time.Second {
+		t.Errorf("a set schedule read as %v", got)
+	}
+}
