@@ -9,45 +9,32 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
-	"github.com/furrowhq/furrow/activities"
 	"github.com/furrowhq/furrow/workflows"
 )
 
-// Control is the furrow.DeliveryControl backed by Temporal. It also reports
-// chain results for the activities (activities.ChainReporter).
+// Control is the furrow.DeliveryControl backed by Temporal: what the API
+// asks of the delivery engine.
 type Control struct {
-	c client.Client
-	// Schedule is the retry schedule of redeliveries; nil means
-	// furrow.DefaultSchedule.
-	Schedule []time.Duration
+	c        client.Client
+	schedule []time.Duration
 }
 
-var (
-	_ furrow.DeliveryControl   = (*Control)(nil)
-	_ activities.ChainReporter = (*Control)(nil)
-)
+var _ furrow.DeliveryControl = (*Control)(nil)
 
-// NewControl returns a Control using c.
-func NewControl(c client.Client) *Control { return &Control{c: c} }
+// NewControl returns a Control using c whose redeliveries follow schedule;
+// an empty one means furrow.DefaultSchedule.
+func NewControl(c client.Client, schedule []time.Duration) *Control {
+	return &Control{c: c, schedule: schedule}
+}
 
 // Reenable sends SignalReenable to the webhook's workflow, starting it when
 // it does not run. It returns the Temporal error when the signal cannot be
 // sent.
 func (ctl *Control) Reenable(ctx context.Context, webhookID uuid.UUID) error {
-	_, err := ctl.c.SignalWithStartWorkflow(ctx, workflows.WebhookWorkflowID(webhookID), workflows.SignalReenable, nil,
-		workflows.WebhookStart(webhookID), workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: webhookID})
-	if err != nil {
+	if err := signalWebhook(ctx, ctl.c, webhookID, workflows.SignalReenable, nil); err != nil {
 		return fmt.Errorf("signal reenable to webhook %s: %w", webhookID, err)
 	}
 	return nil
-}
-
-// ReportChain sends r to the webhook's workflow, starting it when it does
-// not run.
-func (ctl *Control) ReportChain(ctx context.Context, r furrow.ChainReport) error {
-	_, err := ctl.c.SignalWithStartWorkflow(ctx, workflows.WebhookWorkflowID(r.WebhookID), workflows.SignalChain, r,
-		workflows.WebhookStart(r.WebhookID), workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: r.WebhookID})
-	return err
 }
 
 // Redeliver starts a new delivery workflow of each event to w and returns
@@ -57,11 +44,19 @@ func (ctl *Control) Redeliver(ctx context.Context, w furrow.Webhook, events []fu
 	n := 0
 	for _, e := range events {
 		id := workflows.RedeliveryWorkflowID(w.ID, e.ID, uuid.NewString())
-		opts, in := workflows.DeliveryStart(id, w, e, ctl.Schedule)
+		opts, in := workflows.DeliveryStart(id, w, e, ctl.schedule)
 		if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in); err != nil && !workflows.AlreadyStarted(err) {
 			return n, fmt.Errorf("start redelivery of %s to webhook %s: %w", e.ID, w.ID, err)
 		}
 		n++
 	}
 	return n, nil
+}
+
+// signalWebhook sends signal with arg to the webhook's workflow, starting
+// the workflow when it does not run.
+func signalWebhook(ctx context.Context, c client.Client, webhookID uuid.UUID, signal string, arg any) error {
+	_, err := c.SignalWithStartWorkflow(ctx, workflows.WebhookWorkflowID(webhookID), signal, arg,
+		workflows.WebhookStart(webhookID), workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: webhookID})
+	return err
 }

@@ -78,7 +78,7 @@ func record(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(srv.URL, 0)
 	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
-		Reporter: ftemporal.NewControl(c)}
+		Reporter: ftemporal.NewReporter(c)}
 	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

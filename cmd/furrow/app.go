@@ -20,6 +20,7 @@ import (
 	"github.com/furrowhq/furrow/live"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/telemetry"
+	"github.com/furrowhq/furrow/temporal"
 )
 
 // server is the API and the outbox dispatcher, wired from concrete types.
@@ -76,7 +77,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	if cfg.WebhookAllowPrivate {
 		log.Warn("FURROW_WEBHOOK_ALLOW_PRIVATE is on: webhooks may point at http, loopback and private addresses; never use this in production")
 	}
-	control := newControl(tc, cfg.RetrySchedule)
+	control := temporal.NewControl(tc, cfg.RetrySchedule)
 	handler := api.New(api.Config{
 		TrustedProxies:       cfg.TrustedProxies,
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate,

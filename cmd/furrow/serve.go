@@ -20,12 +20,6 @@ import (
 
 var errNoTemporal = errors.New("FURROW_TEMPORAL_ADDRESS is required (host:port of the Temporal frontend); `furrow dev` embeds one")
 
-func newControl(tc client.Client, schedule []time.Duration) *temporal.Control {
-	c := temporal.NewControl(tc)
-	c.Schedule = schedule
-	return c
-}
-
 // runServe runs the API and the dispatcher, and a worker for delivery
 // workflow tasks and first attempts, so that the dispatcher's starts are
 // eager and the first attempt runs at once in this process (local
@@ -126,7 +120,7 @@ func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.C
 	}
 	acts := &activities.Activities{
 		Webhooks: db, Events: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
-		Reporter: newControl(tc, cfg.RetrySchedule), Metrics: obs.metrics,
+		Reporter: temporal.NewReporter(tc), Metrics: obs.metrics,
 	}
 	opts := temporal.WorkerOptions{StopTimeout: cfg.ShutdownTimeout, LocalActivitiesOnly: localOnly}
 	return func() worker.Worker { return temporal.NewWorker(tc, acts, opts) }, nil
