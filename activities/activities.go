@@ -7,9 +7,9 @@ package activities
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/furrowhq/furrow"
-	"github.com/furrowhq/furrow/telemetry"
 )
 
 // Type names of the application errors of failed attempts, visible in
@@ -41,7 +41,38 @@ type Activities struct {
 	Reporter ChainReporter
 	// Metrics records attempts, chains, disabled webhooks and offline
 	// devices; nil records nothing.
-	Metrics *telemetry.Metrics
+	Metrics Metrics
+}
+
+// Metrics receives what the activities did, for the process's metrics
+// (cmd/furrow wires *telemetry.Metrics).
+type Metrics interface {
+	// DeliveryAttempt counts an attempt by result (furrow.AttemptRetried or
+	// an Outcome word); took is its duration, zero when it sent nothing.
+	DeliveryAttempt(result string, took time.Duration)
+	// DeliveryChain counts a chain that ended with outcome.
+	DeliveryChain(outcome string)
+	// Delivered observes the time from an event to its receiver's 2xx.
+	Delivered(latency time.Duration)
+	// WebhookDisabled counts a webhook disabled by its failed chains.
+	WebhookDisabled()
+	// DevicesOffline counts n devices marked offline.
+	DevicesOffline(n int)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) DeliveryAttempt(string, time.Duration) {}
+func (noMetrics) DeliveryChain(string)                  {}
+func (noMetrics) Delivered(time.Duration)               {}
+func (noMetrics) WebhookDisabled()                      {}
+func (noMetrics) DevicesOffline(int)                    {}
+
+func (a *Activities) metrics() Metrics {
+	if a.Metrics == nil {
+		return noMetrics{}
+	}
+	return a.Metrics
 }
 
 func (a *Activities) logger() *slog.Logger {

@@ -33,7 +33,7 @@ func (a *Activities) SweepDevices(ctx context.Context, in SweepDevicesInput) (Sw
 	if len(events) > 0 {
 		a.logger().InfoContext(ctx, "devices marked offline", "count", len(events))
 	}
-	a.Metrics.DevicesOffline(len(events))
+	a.metrics().DevicesOffline(len(events))
 	return SweepDevicesResult{Marked: len(events), More: len(events) == in.Batch}, nil
 }
 

@@ -11,7 +11,7 @@ import (
 // non-retried answer, or a failure of the final attempt. occurredAtMs is
 // the event's time, for the event-to-2xx latency.
 func (a *Activities) observeAttempt(in DeliverInput, attempt int, took time.Duration, err error, occurredAtMs int64) {
-	m := a.Metrics
+	m := a.metrics()
 	switch {
 	case err == nil:
 		m.DeliveryAttempt(furrow.OutcomeDelivered, took)
@@ -27,6 +27,6 @@ func (a *Activities) observeAttempt(in DeliverInput, attempt int, took time.Dura
 
 // observeSkip records an attempt that found nothing to send.
 func (a *Activities) observeSkip() {
-	a.Metrics.DeliveryAttempt(furrow.OutcomeSkipped, 0)
-	a.Metrics.DeliveryChain(furrow.OutcomeSkipped)
+	a.metrics().DeliveryAttempt(furrow.OutcomeSkipped, 0)
+	a.metrics().DeliveryChain(furrow.OutcomeSkipped)
 }

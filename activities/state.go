@@ -54,7 +54,7 @@ func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInpu
 	a.logger().InfoContext(ctx, "webhook state written",
 		"webhook_id", in.WebhookID, "enabled", in.Enabled, "consecutive_failures", in.Failures)
 	if disabling {
-		a.Metrics.WebhookDisabled()
+		a.metrics().WebhookDisabled()
 	}
 	return SetWebhookStateResult{}, nil
 }

@@ -45,6 +45,11 @@ type Deps struct {
 	Clock    furrow.Clock
 	Logger   *slog.Logger
 	Metrics  Metrics // nil counts nothing
+	// ContinueTrace returns ctx continuing the trace of traceParent, the
+	// W3C traceparent an event was stored with ("" when none), so that the
+	// event's workflow start belongs to the trace of the request that
+	// stored it. Nil leaves ctx as it is.
+	ContinueTrace func(ctx context.Context, traceParent string) context.Context
 }
 
 // Dispatcher moves outbox events into delivery workflows. It implements
@@ -78,6 +83,9 @@ func New(cfg Config, deps Deps) *Dispatcher {
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = noMetrics{}
+	}
+	if deps.ContinueTrace == nil {
+		deps.ContinueTrace = func(ctx context.Context, _ string) context.Context { return ctx }
 	}
 	return &Dispatcher{cfg: cfg, deps: deps, owner: uuid.New(), wake: make(chan struct{}, 1), farms: farmBackoffs{}}
 }

@@ -138,6 +138,31 @@ func TestDispatchTwiceIsHarmless(t *testing.T) {
 		t.Fatalf("started %d, skipped rows %d, dispatched %d; want 2 each",
 			len(w.starter.started), len(w.hooks.attempts), len(w.outbox.dispatched))
 	}
+	if n := w.metrics.startedCount(); n != 2 {
+		t.Errorf("counted %d workflows started, want 2: a start refused as already started is not one", n)
+	}
+}
+
+func TestDispatchContinuesTheEventsTrace(t *testing.T) {
+	w := newWorld(Config{Batch: 10})
+	var mu sync.Mutex
+	var seen []string
+	w.d = New(Config{Batch: 10}, Deps{Outbox: w.outbox, Webhooks: w.hooks, Starter: w.starter, Clock: w.clock,
+		ContinueTrace: func(ctx context.Context, traceParent string) context.Context {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, traceParent)
+			return ctx
+		}})
+	tp := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	w.outbox.add(furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: w.farm, TraceParent: tp})
+	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Two enabled webhooks subscribe to the event: each start continues its trace.
+	if len(seen) != 2 || seen[0] != tp || seen[1] != tp {
+		t.Fatalf("starts continued traces %q, want the event's twice", seen)
+	}
 }
 
 // Temporal down is a fault every farm shares: the batch stops and every
@@ -458,9 +483,17 @@ func waitFor(t *testing.T, cond func() bool) {
 // recorder is a Metrics that remembers what it was told.
 type recorder struct {
 	mu       sync.Mutex
+	started  int
 	failed   map[bool]int
 	released int
 	backoffs []time.Duration
+}
+
+func (r *recorder) WorkflowStarted() { r.mu.Lock(); r.started++; r.mu.Unlock() }
+func (r *recorder) startedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started
 }
 
 func (r *recorder) DispatchFarmFailed(shared bool) {

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/furrowhq/furrow"
-	"github.com/furrowhq/furrow/telemetry"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -37,10 +36,12 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem chan struct{}, hooks
 // start starts the delivery workflow; an existing one counts as started.
 func (d *Dispatcher) start(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
 	opts, in := workflows.DeliveryStart(workflows.DeliveryWorkflowID(w.ID, e.ID), w, e, d.cfg.Schedule)
-	// The start continues the trace of the request that stored the event.
-	ctx = telemetry.WithTraceParent(ctx, e.TraceParent)
+	ctx = d.deps.ContinueTrace(ctx, e.TraceParent)
 	_, err := d.deps.Starter.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in)
-	if err != nil && !workflows.AlreadyStarted(err) {
+	switch {
+	case err == nil:
+		d.deps.Metrics.WorkflowStarted()
+	case !workflows.AlreadyStarted(err):
 		return startError{fmt.Errorf("start delivery of %s to webhook %s: %w", e.ID, w.ID, err)}
 	}
 	return nil

@@ -3,9 +3,11 @@ package dispatch
 import "time"
 
 // Metrics receives how the dispatcher fares, for the process's metrics
-// (*telemetry.Metrics implements it). Started workflows are counted by the
-// Starter the dispatcher is given.
+// (cmd/furrow wires *telemetry.Metrics).
 type Metrics interface {
+	// WorkflowStarted counts a delivery workflow started; a start refused
+	// because the workflow already exists is not counted.
+	WorkflowStarted()
 	// DispatchFarmFailed counts a farm whose events could not be dispatched
 	// in a pass; shared says the cause was common to every farm (the
 	// database or Temporal).
@@ -19,6 +21,7 @@ type Metrics interface {
 
 type noMetrics struct{}
 
+func (noMetrics) WorkflowStarted()                 {}
 func (noMetrics) DispatchFarmFailed(bool)          {}
 func (noMetrics) DispatchLeasesReleased(int)       {}
 func (noMetrics) DispatchBackingOff(time.Duration) {}

@@ -41,7 +41,7 @@ func (db *DB) CreateReadingOnce(ctx context.Context, r furrow.Reading, keyHash *
 	if err := db.readingParts.ensure(ctx, db, r.Timestamp); err != nil {
 		return furrow.Reading{}, furrow.OutboxEvent{}, false, translate(err, "create reading", "device")
 	}
-	req := newIngestReq(ctx, r, keyHash)
+	req := db.ingestReq(ctx, r, keyHash)
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if err := claimKey(ctx, tx, r, once); err != nil {
 			return err

@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/furrowhq/furrow"
-	"github.com/furrowhq/furrow/telemetry"
 )
 
 // CreateReading stores r (FarmID and DeviceID set by the caller) with the
@@ -39,7 +38,7 @@ func (db *DB) CreateReading(ctx context.Context, r furrow.Reading, keyHash *furr
 		return furrow.Reading{}, furrow.OutboxEvent{}, err
 	}
 	r.Timestamp = db.nowMs()
-	req := newIngestReq(ctx, r, keyHash)
+	req := db.ingestReq(ctx, r, keyHash)
 	if err := db.ingest.submit(ctx, req); err != nil {
 		return furrow.Reading{}, furrow.OutboxEvent{}, err
 	}
@@ -73,10 +72,19 @@ type ingestReq struct {
 	done    chan error
 }
 
+// ingestReq is newIngestReq with the traceparent of ctx's span, so that
+// the event's delivery continues the request's trace.
+func (db *DB) ingestReq(ctx context.Context, r furrow.Reading, keyHash *furrow.SecretHash) *ingestReq {
+	req := newIngestReq(ctx, r, keyHash)
+	if db.traceParent != nil {
+		req.event.TraceParent = db.traceParent(ctx)
+	}
+	return req
+}
+
 func newIngestReq(ctx context.Context, r furrow.Reading, keyHash *furrow.SecretHash) *ingestReq {
 	id := uuid.New()
 	req := &ingestReq{ctx: ctx, reading: r, event: furrow.OutboxEvent{Event: furrow.NewMetricValueEvent(id, r)}, eventID: id, done: make(chan error, 1)}
-	req.event.TraceParent = telemetry.TraceParent(ctx) // "" unless tracing is on
 	if keyHash != nil {
 		req.keyHash = keyHash[:]
 	}

@@ -45,6 +45,11 @@ type Options struct {
 	DeadConnTimeout time.Duration
 	// Metrics is told of every group-commit transaction; nil: nobody.
 	Metrics IngestMetrics
+	// TraceParent returns the W3C traceparent of ctx's span, or "" when
+	// there is none. The store keeps it, as plain text, with each event it
+	// stores, so that the event's delivery continues the trace of the
+	// request that stored it. Nil keeps none.
+	TraceParent func(ctx context.Context) string
 }
 
 // IngestMetrics records group commits: rows readings in one transaction,
@@ -70,6 +75,7 @@ type DB struct {
 	attemptParts *dayPartitions
 	readingParts *dayPartitions
 	obs          IngestMetrics
+	traceParent  func(context.Context) string
 }
 
 // Compile-time checks that DB implements the service interfaces.
@@ -103,7 +109,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
 	}
-	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics,
+	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics, traceParent: opts.TraceParent,
 		attemptParts: &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
 		readingParts: &dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
 )
@@ -36,7 +35,7 @@ func TestNilMetricsRecordNothingAndWrapNothing(t *testing.T) {
 		t.Fatal("nil metrics must hand back the handler and no registry")
 	}
 	l := furrow.RateLimiter(nil)
-	if m.Limiter(l) != nil || m.Starter(nil) != nil {
+	if m.Limiter(l) != nil {
 		t.Error("nil metrics must not wrap")
 	}
 	if th, err := m.TemporalMetrics(); th != nil || err != nil {
@@ -96,21 +95,6 @@ func TestLimiterCountsRejections(t *testing.T) {
 	_, _ = m.Limiter(fixedLimiter{false}).Allow(context.Background(), "k")
 	if got := testutil.ToFloat64(m.rateRejected); got != 2 {
 		t.Errorf("rejected = %v, want 2", got)
-	}
-}
-
-type fakeStarter struct{ err error }
-
-func (f fakeStarter) ExecuteWorkflow(context.Context, client.StartWorkflowOptions, any, ...any) (client.WorkflowRun, error) {
-	return nil, f.err
-}
-
-func TestStarterCountsOnlyNewWorkflows(t *testing.T) {
-	m := New()
-	_, _ = m.Starter(fakeStarter{}).ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{}, "w")
-	_, _ = m.Starter(fakeStarter{errors.New("already started")}).ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{}, "w")
-	if got := testutil.ToFloat64(m.started); got != 1 {
-		t.Errorf("started = %v, want 1", got)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
 )
@@ -120,32 +119,4 @@ func (c countingLimiter) Allow(ctx context.Context, key string) (furrow.RateDeci
 		c.m.RateLimited()
 	}
 	return d, err
-}
-
-// Starter starts workflows, as the outbox dispatcher does.
-type Starter interface {
-	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
-}
-
-// Starter returns s counting each workflow it starts as
-// furrow_dispatch_workflows_started_total. A start refused because the
-// workflow already exists is an error, so it is not counted.
-func (m *Metrics) Starter(s Starter) Starter {
-	if m == nil {
-		return s
-	}
-	return countingStarter{s, m}
-}
-
-type countingStarter struct {
-	Starter
-	m *Metrics
-}
-
-func (c countingStarter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
-	run, err := c.Starter.ExecuteWorkflow(ctx, o, wf, args...)
-	if err == nil {
-		c.m.WorkflowStarted()
-	}
-	return run, err
 }

@@ -45,7 +45,7 @@ type server struct {
 func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Logger, tc client.Client) (*server, error) {
 	m := obs.metrics
 	opts := storeOptions(cfg, log)
-	opts.Metrics = m
+	opts.Metrics, opts.TraceParent = m, telemetry.TraceParent
 	db, err := store.Open(ctx, cfg.DatabaseURL, opts)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	}
 	s.live = live.NewServer(live.Deps{Bus: s.bus, Logger: log})
 	s.dispatcher = dispatch.New(dispatch.Config{Schedule: cfg.RetrySchedule}, dispatch.Deps{
-		Outbox: db, Webhooks: db, Starter: m.Starter(tc), Logger: log, Metrics: m,
+		Outbox: db, Webhooks: db, Starter: tc, Logger: log, Metrics: m, ContinueTrace: telemetry.WithTraceParent,
 	})
 	s.watch(m)
 	m.WatchFailOpen(failOpens)
