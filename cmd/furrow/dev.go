@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"strings"
 
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/temporal"
@@ -47,6 +50,16 @@ func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logge
 		return err
 	}
 	return serveAll(ctx, s, tc, w)
+}
+
+// serveAll runs s and the worker w until ctx ends.
+func serveAll(ctx context.Context, s *server, tc client.Client, w worker.Worker) error {
+	if err := startWorker(ctx, s.cfg, tc, w); err != nil {
+		s.close()
+		return err
+	}
+	s.stopWorker = w.Stop
+	return s.run(ctx)
 }
 
 // demoSeeder is what seeding needs of the store.

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/api"
+	"github.com/furrowhq/furrow/safehttp"
+	"github.com/furrowhq/furrow/store"
+	"github.com/furrowhq/furrow/temporal"
+)
+
+// The worker of the delivery engine is wired here once, for the three
+// commands that run one: `furrow worker` alone, `furrow serve` beside the
+// API (workflow tasks and first attempts only) and `furrow dev`.
+
+// runWorker runs the Temporal worker of the delivery engine.
+func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Logger) error {
+	if cfg.TemporalAddress == "" {
+		return errNoTemporal
+	}
+	tc, err := temporal.Dial(ctx, temporalOptions(cfg, obs, log))
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	db, err := store.Open(ctx, cfg.DatabaseURL, storeOptions(cfg, log))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
+	w, err := newWorker(cfg, obs, log, tc, db)
+	if err != nil {
+		return err
+	}
+	if err := startWorker(ctx, cfg, tc, w); err != nil {
+		return err
+	}
+	log.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace)
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// startWorker starts w and makes sure the maintenance schedules exist with
+// the configured settings.
+func startWorker(ctx context.Context, cfg Config, tc client.Client, w worker.Worker) error {
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{
+		SweepEvery: cfg.DeviceSweepEvery, OfflineAfter: cfg.DeviceOfflineAfter, ReadingsRetention: cfg.ReadingsRetention})
+	if err != nil {
+		w.Stop()
+		return err
+	}
+	return nil
+}
+
+// newWorker builds a worker running every workflow and activity.
+func newWorker(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB) (worker.Worker, error) {
+	build, err := workerBuilder(cfg, obs, log, tc, db, false)
+	if err != nil {
+		return nil, err
+	}
+	return build(), nil
+}
+
+// workerBuilder returns a function building workers of the activities
+// newActivities wires; localOnly leaves regular activities (retries,
+// maintenance) to other workers.
+func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, localOnly bool) (func() worker.Worker, error) {
+	acts, err := newActivities(cfg, obs, log, tc, db)
+	if err != nil {
+		return nil, err
+	}
+	opts := temporal.WorkerOptions{StopTimeout: cfg.ShutdownTimeout, LocalActivitiesOnly: localOnly}
+	return func() worker.Worker { return temporal.NewWorker(tc, acts, opts) }, nil
+}
+
+// newActivities wires the activities to the store, the guarded webhook
+// HTTP client, the chain reporter and the metrics.
+func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB) (*activities.Activities, error) {
+	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile})
+	if err != nil {
+		return nil, fmt.Errorf("webhook HTTP client: %w", err)
+	}
+	return &activities.Activities{
+		Webhooks: db, Events: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
+		Reporter: temporal.NewReporter(tc), Metrics: obs.metrics,
+	}, nil
+}
