@@ -17,6 +17,7 @@ import (
 	"github.com/furrowhq/furrow/api"
 	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/dispatch"
+	"github.com/furrowhq/furrow/internal/redisclient"
 	"github.com/furrowhq/furrow/live"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/telemetry"
@@ -54,9 +55,9 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	var limiter furrow.RateLimiter
 	failOpens := func() int64 { return 0 } // the in-process limiter cannot fail
 	if cfg.RedisURL != "" {
-		if s.redis, err = newRedisClient(cfg.RedisURL, cfg.Bounds); err != nil {
+		if s.redis, err = redisclient.Open(cfg.RedisURL, redisOptions(cfg)); err != nil {
 			db.Close()
-			return nil, err
+			return nil, fmt.Errorf("FURROW_REDIS_URL: %w", err)
 		}
 		failOpen := ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, furrow.RateLimit, furrow.RateWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
 			Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log,
@@ -155,6 +156,11 @@ func (s *server) run(ctx context.Context) error {
 // storeOptions bounds the store's connections as the configuration says.
 func storeOptions(cfg Config, log *slog.Logger) store.Options {
 	return store.Options{Logger: log, ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn}
+}
+
+// redisOptions bounds Redis's connections as the store's.
+func redisOptions(cfg Config) redisclient.Options {
+	return redisclient.Options{ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn}
 }
 
 func (s *server) close() {
