@@ -26,37 +26,15 @@ type Bounds struct {
 	Limiter, LimiterBreaker time.Duration
 }
 
-// loadBounds reads the FURROW_* time limits; defaults are those an
-// operator would pick for devices on slow links.
-func loadBounds(getenv func(string) string) (Bounds, error) {
-	var b Bounds
-	for _, d := range []struct {
-		name string
-		def  string
-		dst  *time.Duration
-	}{
-		{"FURROW_HTTP_READ_HEADER_TIMEOUT", "5s", &b.ReadHeader},
-		{"FURROW_HTTP_READ_TIMEOUT", "15s", &b.Read},
-		{"FURROW_HTTP_WRITE_TIMEOUT", "15s", &b.Write},
-		{"FURROW_HTTP_IDLE_TIMEOUT", "60s", &b.Idle},
-		{"FURROW_REQUEST_TIMEOUT", "5s", &b.Request},
-		{"FURROW_CONNECT_TIMEOUT", "3s", &b.Connect},
-		{"FURROW_DEAD_CONN_TIMEOUT", "10s", &b.DeadConn},
-		{"FURROW_RATELIMIT_TIMEOUT", "250ms", &b.Limiter},
-		{"FURROW_RATELIMIT_BREAKER", "5s", &b.LimiterBreaker},
-	} {
-		v, err := parsePositive(or(getenv(d.name), d.def))
-		if err != nil {
-			return b, fmt.Errorf("%s: %w", d.name, err)
-		}
-		*d.dst = v
-	}
+// check says whether the bounds fit together; the configuration's
+// durations table reads them.
+func (b Bounds) check() error {
 	// The answer to a request that ran out of time must still be written.
 	if b.Request >= b.Write {
-		return b, fmt.Errorf("FURROW_REQUEST_TIMEOUT (%s) must be shorter than FURROW_HTTP_WRITE_TIMEOUT (%s)", b.Request, b.Write)
+		return fmt.Errorf("FURROW_REQUEST_TIMEOUT (%s) must be shorter than FURROW_HTTP_WRITE_TIMEOUT (%s)", b.Request, b.Write)
 	}
 	if b.Limiter >= b.Request {
-		return b, fmt.Errorf("FURROW_RATELIMIT_TIMEOUT (%s) must be shorter than FURROW_REQUEST_TIMEOUT (%s)", b.Limiter, b.Request)
+		return fmt.Errorf("FURROW_RATELIMIT_TIMEOUT (%s) must be shorter than FURROW_REQUEST_TIMEOUT (%s)", b.Limiter, b.Request)
 	}
-	return b, nil
+	return nil
 }

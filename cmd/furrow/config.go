@@ -91,17 +91,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.WebhookAllowPrivate, err = parseBool(getenv("FURROW_WEBHOOK_ALLOW_PRIVATE")); err != nil {
 		return c, fmt.Errorf("FURROW_WEBHOOK_ALLOW_PRIVATE: %w", err)
 	}
-	durations := []struct {
-		name string
-		def  string
-		dst  *time.Duration
-	}{
-		{"FURROW_DEVICE_STALE_AFTER", "30m", &c.DeviceStaleAfter},
-		{"FURROW_DEVICE_OFFLINE_AFTER", "2h", &c.DeviceOfflineAfter},
-		{"FURROW_DEVICE_SWEEP_EVERY", "1m", &c.DeviceSweepEvery},
-		{"FURROW_SHUTDOWN_TIMEOUT", "30s", &c.ShutdownTimeout},
-	}
-	for _, d := range durations {
+	for _, d := range c.durations() {
 		if *d.dst, err = parsePositive(or(getenv(d.name), d.def)); err != nil {
 			return c, fmt.Errorf("%s: %w", d.name, err)
 		}
@@ -114,13 +104,44 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("FURROW_READINGS_RETENTION: %s is shorter than the day partitions readings are dropped by; use 24h or more, or 0 to keep them forever", c.ReadingsRetention)
 		}
 	}
-	if c.Bounds, err = loadBounds(getenv); err != nil {
+	if err := c.Bounds.check(); err != nil {
 		return c, err
 	}
 	if c.DeviceOfflineAfter < c.DeviceStaleAfter {
 		return c, fmt.Errorf("FURROW_DEVICE_OFFLINE_AFTER (%s) must not be shorter than FURROW_DEVICE_STALE_AFTER (%s)", c.DeviceOfflineAfter, c.DeviceStaleAfter)
 	}
 	return c, nil
+}
+
+// durationSetting is one FURROW_* duration variable: its default and the
+// field it sets.
+type durationSetting struct {
+	name string
+	def  string
+	dst  *time.Duration
+}
+
+// durations is the one table of c's positive duration settings, device
+// thresholds and Bounds alike. README: Configuration lists them.
+func (c *Config) durations() []durationSetting {
+	b := &c.Bounds
+	return []durationSetting{
+		{"FURROW_DEVICE_STALE_AFTER", "30m", &c.DeviceStaleAfter},
+		{"FURROW_DEVICE_OFFLINE_AFTER", "2h", &c.DeviceOfflineAfter},
+		{"FURROW_DEVICE_SWEEP_EVERY", "1m", &c.DeviceSweepEvery},
+		{"FURROW_SHUTDOWN_TIMEOUT", "30s", &c.ShutdownTimeout},
+		// The bounds' defaults are those an operator would pick for
+		// devices on slow links.
+		{"FURROW_HTTP_READ_HEADER_TIMEOUT", "5s", &b.ReadHeader},
+		{"FURROW_HTTP_READ_TIMEOUT", "15s", &b.Read},
+		{"FURROW_HTTP_WRITE_TIMEOUT", "15s", &b.Write},
+		{"FURROW_HTTP_IDLE_TIMEOUT", "60s", &b.Idle},
+		{"FURROW_REQUEST_TIMEOUT", "5s", &b.Request},
+		{"FURROW_CONNECT_TIMEOUT", "3s", &b.Connect},
+		{"FURROW_DEAD_CONN_TIMEOUT", "10s", &b.DeadConn},
+		{"FURROW_RATELIMIT_TIMEOUT", "250ms", &b.Limiter},
+		{"FURROW_RATELIMIT_BREAKER", "5s", &b.LimiterBreaker},
+	}
 }
 
 func or(v, def string) string {
