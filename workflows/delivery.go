@@ -35,10 +35,10 @@ type DeliveryInput struct {
 	Schedule []furrow.Duration
 }
 
-// DeliveryResult is the result of the delivery workflow. Outcome is one of
-// furrow's Outcome words. StatusCode and Error are those of the last
-// attempt: the answer's status (0 when there was none) and, unless
-// delivered, why it failed or was skipped.
+// DeliveryResult is the result of the delivery workflow. Outcome is
+// furrow.OutcomeDelivered, OutcomeFailed or OutcomeSkipped. StatusCode and
+// Error are those of the last attempt: the answer's status (0 when there
+// was none) and, unless delivered, why it failed or was skipped.
 type DeliveryResult struct {
 	Outcome    string
 	Attempts   int
