@@ -38,8 +38,9 @@
 // tolerance to prevent replay, acknowledge with a 2xx at once, and
 // deduplicate on the event id.
 //
-// While a secret is being rotated, the ...Any forms accept a list of
-// secrets: a delivery signed with any one of them verifies.
+// While a secret is being rotated, VerifyAny, VerifyStandardAny,
+// VerifyRequestAny and MiddlewareAny accept a list of secrets: a delivery
+// signed with any one of them verifies.
 //
 // Sign and SignStandard compute the two signatures. They are the one
 // definition of both schemes: Furrow's sender signs with them, and a
