@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/furrowhq/furrow"
-	"github.com/furrowhq/furrow/webhook"
+	"github.com/furrowhq/furrow/internal/sender"
 )
 
 // DeliverInput names one delivery attempt. It holds ids only: the secret
@@ -121,12 +120,12 @@ func (a *Activities) post(ctx context.Context, w furrow.Webhook, eventID string,
 	ctx, cancel := context.WithTimeout(ctx, furrow.DeliveryTimeout)
 	defer cancel()
 	s := sent{at: a.Clock.Now()}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	d := sender.Delivery{URL: w.URL, Secret: w.Secret, EventID: eventID, DeliveryID: deliveryID.String(), At: s.at, Body: body}
+	req, err := d.Request(ctx)
 	if err != nil {
 		s.errText = "invalid endpoint address"
 		return s
 	}
-	req.Header = webhook.DeliveryHeaders(w.Secret, eventID, deliveryID.String(), s.at, body)
 	resp, err := a.client().Do(req)
 	if err != nil {
 		s.duration = a.Clock.Now().Sub(s.at)

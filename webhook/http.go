@@ -23,11 +23,23 @@ func VerifyRequest(r *http.Request, secret string) ([]byte, error) {
 	return Verifier{}.VerifyRequest(r, secret)
 }
 
+// VerifyRequestAny is VerifyRequest accepting a signature by any one of
+// secrets, as while a secret is rotated.
+func VerifyRequestAny(r *http.Request, secrets []string) ([]byte, error) {
+	return Verifier{}.VerifyRequestAny(r, secrets)
+}
+
 // VerifyRequest is the package-level VerifyRequest with v's tolerance,
 // clock and body bound.
 func (v Verifier) VerifyRequest(r *http.Request, secret string) ([]byte, error) {
-	if secret == "" {
-		return nil, ErrNoSecret
+	return v.VerifyRequestAny(r, []string{secret})
+}
+
+// VerifyRequestAny is the package-level VerifyRequestAny with v's
+// tolerance, clock and body bound.
+func (v Verifier) VerifyRequestAny(r *http.Request, secrets []string) ([]byte, error) {
+	if err := checkSecrets(secrets); err != nil {
+		return nil, err
 	}
 	// The header is parsed first so that unsigned requests cost no body
 	// read.
@@ -39,7 +51,7 @@ func (v Verifier) VerifyRequest(r *http.Request, secret string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := sig.check(secret, body, v.now(), v.tolerance()); err != nil {
+	if err := sig.check(secrets, body, v.now(), v.tolerance()); err != nil {
 		return nil, err
 	}
 	return body, nil
@@ -75,10 +87,21 @@ func Middleware(secret string, next http.Handler) http.Handler {
 	return Verifier{}.Middleware(secret, next)
 }
 
+// MiddlewareAny is Middleware accepting a signature by any one of secrets,
+// as while a secret is rotated.
+func MiddlewareAny(secrets []string, next http.Handler) http.Handler {
+	return Verifier{}.MiddlewareAny(secrets, next)
+}
+
 // Middleware is the package-level Middleware with v's settings.
 func (v Verifier) Middleware(secret string, next http.Handler) http.Handler {
+	return v.MiddlewareAny([]string{secret}, next)
+}
+
+// MiddlewareAny is the package-level MiddlewareAny with v's settings.
+func (v Verifier) MiddlewareAny(secrets []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := v.VerifyRequest(r, secret); err != nil {
+		if _, err := v.VerifyRequestAny(r, secrets); err != nil {
 			http.Error(w, err.Error(), Status(err))
 			return
 		}

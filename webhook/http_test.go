@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/furrowhq/furrow"
 )
 
 func signedRequest(t *testing.T, secret string, at time.Time, body []byte) *http.Request {
@@ -65,6 +63,33 @@ func TestVerifyRequestRejects(t *testing.T) {
 	}
 }
 
+func TestVerifyRequestAny(t *testing.T) {
+	secrets := []string{"whsec_new", testSecret}
+	body, err := VerifyRequestAny(signedRequest(t, testSecret, time.Now(), testBody), secrets)
+	if err != nil || !bytes.Equal(body, testBody) {
+		t.Fatalf("VerifyRequestAny = %q, %v; want the body", body, err)
+	}
+	if _, err := VerifyRequestAny(signedRequest(t, "whsec_other", time.Now(), testBody), secrets); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("VerifyRequestAny of another secret = %v, want ErrMismatch", err)
+	}
+	if _, err := VerifyRequestAny(signedRequest(t, testSecret, time.Now(), testBody), nil); !errors.Is(err, ErrNoSecret) {
+		t.Fatalf("VerifyRequestAny without secrets = %v, want ErrNoSecret", err)
+	}
+}
+
+func TestMiddlewareAny(t *testing.T) {
+	h := MiddlewareAny([]string{"whsec_new", testSecret}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	for secret, want := range map[string]int{testSecret: http.StatusNoContent, "whsec_new": http.StatusNoContent, "whsec_other": http.StatusUnauthorized} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, signedRequest(t, secret, time.Now(), testBody))
+		if w.Code != want {
+			t.Errorf("signed with %s: status %d, want %d", secret, w.Code, want)
+		}
+	}
+}
+
 func TestVerifyRequestDefaultBound(t *testing.T) {
 	body := bytes.Repeat([]byte("a"), int(DefaultMaxBody)+1)
 	_, err := VerifyRequest(signedRequest(t, testSecret, time.Now(), body), testSecret)
@@ -75,7 +100,7 @@ func TestVerifyRequestDefaultBound(t *testing.T) {
 
 func TestMiddleware(t *testing.T) {
 	now := testTime
-	v := Verifier{Clock: furrow.ClockFunc(func() time.Time { return now })}
+	v := Verifier{Clock: clockFunc(func() time.Time { return now })}
 	var seen []byte
 	h := v.Middleware(testSecret, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen, _ = io.ReadAll(r.Body)

@@ -9,23 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/furrowhq/furrow"
 )
 
-// Standard Webhooks headers (https://www.standardwebhooks.com), sent on
-// every delivery beside the spec's X-Service-Signature and
-// X-Service-Delivery, so that any of that standard's libraries verifies a
-// delivery unchanged.
-const (
-	// IDHeader carries the event id: the same on every retry.
-	IDHeader = "webhook-id"
-	// TimestampHeader carries the attempt's time in epoch seconds.
-	TimestampHeader = "webhook-timestamp"
-	// StandardSignatureHeader carries "v1,<base64>", several separated by
-	// spaces when more than one key signs.
-	StandardSignatureHeader = "webhook-signature"
-)
+// secretPrefix starts a Standard Webhooks secret; the key is the base64
+// after it.
+const secretPrefix = "whsec_"
 
 // StandardKey returns the HMAC key of the Standard Webhooks signature for a
 // secret: the standard base64 decoding of the text after the whsec_ prefix,
@@ -35,7 +23,7 @@ const (
 // which Furrow never issued, is keyed with its whole text, like
 // X-Service-Signature; the standard's libraries cannot verify those.
 func StandardKey(secret string) []byte {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, furrow.WebhookSecretPrefix))
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, secretPrefix))
 	if err != nil || len(key) == 0 {
 		return []byte(secret)
 	}
@@ -59,38 +47,35 @@ func standardMAC(key []byte, id, ts string, body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// DeliveryHeaders returns every header of a delivery of the event eventID
-// as attempt deliveryID, sent at t with exactly body: the spec's four and
-// the three of Standard Webhooks.
-func DeliveryHeaders(secret, eventID, deliveryID string, t time.Time, body []byte) http.Header {
-	h := make(http.Header, 7)
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", UserAgent)
-	h.Set(SignatureHeader, Sign(secret, t, body))
-	h.Set(DeliveryHeader, deliveryID)
-	h.Set(IDHeader, eventID)
-	h.Set(TimestampHeader, strconv.FormatInt(t.Unix(), 10))
-	h.Set(StandardSignatureHeader, SignStandard(secret, eventID, t, body))
-	return h
-}
-
 // VerifyStandard checks the Standard Webhooks headers of h against the raw
 // body and secret at now with DefaultTolerance. It returns nil when one of
 // the v1 signatures matches, and otherwise an error wrapping ErrNoSecret,
 // ErrMissing, ErrMalformed, ErrMismatch or ErrTooOld.
 func VerifyStandard(secret string, h http.Header, body []byte, now time.Time) error {
-	return verifyStandard(secret, h, body, now, DefaultTolerance)
+	return VerifyStandardAny([]string{secret}, h, body, now)
+}
+
+// VerifyStandardAny is VerifyStandard accepting a signature by any one of
+// secrets, as while a secret is rotated.
+func VerifyStandardAny(secrets []string, h http.Header, body []byte, now time.Time) error {
+	return verifyStandard(secrets, h, body, now, DefaultTolerance)
 }
 
 // VerifyStandard is the package-level VerifyStandard at the verifier's now
 // and tolerance.
 func (v Verifier) VerifyStandard(secret string, h http.Header, body []byte) error {
-	return verifyStandard(secret, h, body, v.now(), v.tolerance())
+	return v.VerifyStandardAny([]string{secret}, h, body)
 }
 
-func verifyStandard(secret string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	if secret == "" {
-		return ErrNoSecret
+// VerifyStandardAny is the package-level VerifyStandardAny at the
+// verifier's now and tolerance.
+func (v Verifier) VerifyStandardAny(secrets []string, h http.Header, body []byte) error {
+	return verifyStandard(secrets, h, body, v.now(), v.tolerance())
+}
+
+func verifyStandard(secrets []string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	if err := checkSecrets(secrets); err != nil {
+		return err
 	}
 	id, ts, sigs := h.Get(IDHeader), h.Get(TimestampHeader), h.Get(StandardSignatureHeader)
 	if id == "" || ts == "" || sigs == "" {
@@ -105,17 +90,11 @@ func verifyStandard(secret string, h http.Header, body []byte, now time.Time, to
 	}
 	// The seconds are signed in their canonical form, as the standard's
 	// libraries do.
-	expected := standardMAC(StandardKey(secret), id, strconv.FormatInt(sec, 10), body)
+	canonical := strconv.FormatInt(sec, 10)
+	got := standardSignatures(sigs)
 	matched := false
-	for _, s := range strings.Split(sigs, " ") {
-		version, value, ok := strings.Cut(s, ",")
-		if !ok || version != "v1" {
-			continue
-		}
-		got, err := base64.StdEncoding.DecodeString(value)
-		// Every value is compared so the time taken does not reveal which
-		// one matched.
-		if err == nil && hmac.Equal(expected, got) {
+	for _, secret := range secrets {
+		if anyEqual(standardMAC(StandardKey(secret), id, canonical, body), got) {
 			matched = true
 		}
 	}
@@ -123,6 +102,23 @@ func verifyStandard(secret string, h http.Header, body []byte, now time.Time, to
 		return ErrMismatch
 	}
 	return checkAge(time.Unix(sec, 0), now, tolerance)
+}
+
+// standardSignatures returns the decoded v1 values of a webhook-signature
+// header, skipping other versions and values that are not base64: those
+// can never match, and the standard's libraries skip them too.
+func standardSignatures(header string) [][]byte {
+	var out [][]byte
+	for _, s := range strings.Split(header, " ") {
+		version, value, ok := strings.Cut(s, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		if b, err := base64.StdEncoding.DecodeString(value); err == nil {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // parseSeconds accepts only plain decimal digits: no sign, no spaces.

@@ -1,8 +1,12 @@
 package webhook
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,14 +26,36 @@ func TestStandardKey(t *testing.T) {
 	}
 }
 
-func TestDeliveryHeadersVerify(t *testing.T) {
-	h := DeliveryHeaders(testSecret, "evt_1", "d-1", testTime, testBody)
-	if h.Get(DeliveryHeader) != "d-1" || h.Get(IDHeader) != "evt_1" || h.Get(TimestampHeader) != "1700000000" || h.Get("User-Agent") != UserAgent {
-		t.Fatalf("headers %v", h)
+// standardHeaders returns the Standard Webhooks headers of body sent as
+// event id at t, signed with each of secrets.
+func standardHeaders(id string, at time.Time, body []byte, secrets ...string) http.Header {
+	sigs := make([]string, len(secrets))
+	for i, s := range secrets {
+		sigs[i] = SignStandard(s, id, at, body)
 	}
-	if err := Verify(testSecret, h.Get(SignatureHeader), testBody, testTime); err != nil {
-		t.Fatalf("X-Service-Signature: %v", err)
+	h := http.Header{}
+	h.Set(IDHeader, id)
+	h.Set(TimestampHeader, strconv.FormatInt(at.Unix(), 10))
+	h.Set(StandardSignatureHeader, strings.Join(sigs, " "))
+	return h
+}
+
+// TestSignStandardFormat checks the signature against an HMAC computed
+// independently from the standard's rule: base64 HMAC-SHA256 of
+// "<id>.<seconds>.<raw body>" keyed with the secret's base64 after whsec_.
+func TestSignStandardFormat(t *testing.T) {
+	const secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("evt_1.1700000000." + string(testBody)))
+	want := "v1," + base64.StdEncoding.EncodeToString(h.Sum(nil))
+	if got := SignStandard(secret, "evt_1", testTime, testBody); got != want {
+		t.Fatalf("SignStandard = %q, want %q", got, want)
 	}
+}
+
+func TestVerifyStandardRoundTrip(t *testing.T) {
+	h := standardHeaders("evt_1", testTime, testBody, testSecret)
 	if err := VerifyStandard(testSecret, h, testBody, testTime); err != nil {
 		t.Fatalf("webhook-signature: %v", err)
 	}
@@ -40,7 +66,7 @@ func TestDeliveryHeadersVerify(t *testing.T) {
 }
 
 func TestVerifyStandardRejects(t *testing.T) {
-	good := DeliveryHeaders(testSecret, "evt_1", "d-1", testTime, testBody)
+	good := standardHeaders("evt_1", testTime, testBody, testSecret)
 	with := func(name, value string) http.Header {
 		h := good.Clone()
 		h.Set(name, value)
@@ -63,5 +89,32 @@ func TestVerifyStandardRejects(t *testing.T) {
 		if err := VerifyStandard(c.secret, c.h, testBody, testTime); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
+	}
+}
+
+// TestVerifyStandardAny checks rotation in both directions: a header with
+// several signatures verifies with any one secret, and a receiver holding
+// several secrets verifies a header signed with any one of them.
+func TestVerifyStandardAny(t *testing.T) {
+	both := standardHeaders("evt_1", testTime, testBody, "whsec_old", testSecret)
+	if err := VerifyStandard(testSecret, both, testBody, testTime); err != nil {
+		t.Errorf("two signatures, the second matching: %v", err)
+	}
+	if err := VerifyStandard("whsec_old", both, testBody, testTime); err != nil {
+		t.Errorf("two signatures, the first matching: %v", err)
+	}
+	one := standardHeaders("evt_1", testTime, testBody, testSecret)
+	if err := VerifyStandardAny([]string{"whsec_new", testSecret}, one, testBody, testTime); err != nil {
+		t.Errorf("second of two secrets: %v", err)
+	}
+	if err := VerifyStandardAny([]string{"whsec_new", "whsec_old"}, one, testBody, testTime); !errors.Is(err, ErrMismatch) {
+		t.Errorf("neither secret: %v, want ErrMismatch", err)
+	}
+	if err := VerifyStandardAny(nil, one, testBody, testTime); !errors.Is(err, ErrNoSecret) {
+		t.Errorf("no secret: %v, want ErrNoSecret", err)
+	}
+	v := Verifier{Clock: clockFunc(func() time.Time { return testTime.Add(time.Hour) })}
+	if err := v.VerifyStandardAny([]string{"whsec_new", testSecret}, one, testBody); !errors.Is(err, ErrTooOld) {
+		t.Errorf("an hour later: %v, want ErrTooOld", err)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/furrowhq/furrow"
 )
 
 // DefaultTolerance is how far a signature's timestamp may lie from now, in
@@ -14,7 +12,7 @@ import (
 const DefaultTolerance = 5 * time.Minute
 
 // Errors of verification. Verify wraps one of them with a short reason;
-// test with errors.Is. No message ever contains the secret or the expected
+// test with errors.Is. No message ever contains a secret or an expected
 // signature.
 var (
 	// ErrMissing means the signature header is absent or empty.
@@ -27,8 +25,8 @@ var (
 	ErrTooOld = errors.New("webhook: signature timestamp outside tolerance")
 	// ErrMismatch means no v1 value matches the body and secret.
 	ErrMismatch = errors.New("webhook: signature mismatch")
-	// ErrNoSecret means the verifier was given an empty secret, which would
-	// make every signature forgeable.
+	// ErrNoSecret means the verifier was given no secret or an empty one,
+	// which would make every signature forgeable.
 	ErrNoSecret = errors.New("webhook: signing secret is empty")
 )
 
@@ -39,7 +37,7 @@ type Verifier struct {
 	// and now; zero or negative means DefaultTolerance.
 	Tolerance time.Duration
 	// Clock tells now; nil means the system clock.
-	Clock furrow.Clock
+	Clock interface{ Now() time.Time }
 	// MaxBody bounds the body VerifyRequest reads; zero or negative means
 	// DefaultMaxBody.
 	MaxBody int64
@@ -50,13 +48,25 @@ type Verifier struct {
 // header's v1 values matches, and otherwise an error wrapping ErrNoSecret,
 // ErrMissing, ErrMalformed, ErrMismatch or ErrTooOld.
 func Verify(secret string, header string, body []byte, now time.Time) error {
-	return verify(secret, header, body, now, DefaultTolerance)
+	return VerifyAny([]string{secret}, header, body, now)
+}
+
+// VerifyAny is Verify accepting a signature by any one of secrets, as while
+// a secret is rotated. Every secret must be non-empty.
+func VerifyAny(secrets []string, header string, body []byte, now time.Time) error {
+	return verify(secrets, header, body, now, DefaultTolerance)
 }
 
 // Verify checks header against the raw body and secret at the verifier's
 // now; its errors are those of the package-level Verify.
 func (v Verifier) Verify(secret string, header string, body []byte) error {
-	return verify(secret, header, body, v.now(), v.tolerance())
+	return v.VerifyAny([]string{secret}, header, body)
+}
+
+// VerifyAny is the package-level VerifyAny at the verifier's now and
+// tolerance.
+func (v Verifier) VerifyAny(secrets []string, header string, body []byte) error {
+	return verify(secrets, header, body, v.now(), v.tolerance())
 }
 
 func (v Verifier) now() time.Time {
@@ -73,26 +83,38 @@ func (v Verifier) tolerance() time.Duration {
 	return v.Tolerance
 }
 
-// verify checks the signature before the timestamp so that ErrTooOld means
-// an authentic but stale delivery, which points at clock skew or a replay.
-func verify(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
-	if secret == "" {
-		return ErrNoSecret
+func verify(secrets []string, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	if err := checkSecrets(secrets); err != nil {
+		return err
 	}
 	sig, err := parseHeader(header)
 	if err != nil {
 		return err
 	}
-	return sig.check(secret, body, now, tolerance)
+	return sig.check(secrets, body, now, tolerance)
 }
 
-func (s signature) check(secret string, body []byte, now time.Time, tolerance time.Duration) error {
-	expected := mac(secret, s.ts, body)
+// checkSecrets refuses an empty list and an empty secret, with which anyone
+// could sign.
+func checkSecrets(secrets []string) error {
+	if len(secrets) == 0 {
+		return ErrNoSecret
+	}
+	for _, s := range secrets {
+		if s == "" {
+			return ErrNoSecret
+		}
+	}
+	return nil
+}
+
+// check verifies the signature before the timestamp so that ErrTooOld
+// means an authentic but stale delivery, which points at clock skew or a
+// replay.
+func (s signature) check(secrets []string, body []byte, now time.Time, tolerance time.Duration) error {
 	matched := false
-	for _, got := range s.v1 {
-		// Every value is compared so the time taken does not reveal which
-		// one matched.
-		if hmac.Equal(expected, got) {
+	for _, secret := range secrets {
+		if anyEqual(mac(secret, s.ts, body), s.v1) {
 			matched = true
 		}
 	}
@@ -100,6 +122,19 @@ func (s signature) check(secret string, body []byte, now time.Time, tolerance ti
 		return ErrMismatch
 	}
 	return checkAge(s.at, now, tolerance)
+}
+
+// anyEqual reports whether one of got equals expected. Every value is
+// compared in constant time, even after a match, so the time taken reveals
+// neither the expected value nor which one matched.
+func anyEqual(expected []byte, got [][]byte) bool {
+	matched := false
+	for _, g := range got {
+		if hmac.Equal(expected, g) {
+			matched = true
+		}
+	}
+	return matched
 }
 
 // checkAge returns ErrTooOld when at is further than tolerance from now, in

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/furrowhq/furrow"
 )
 
 const testSecret = "whsec_test_secret_value"
@@ -18,6 +16,11 @@ var (
 	testTime = time.UnixMilli(1_700_000_000_123)
 	testBody = []byte(`{"id":"evt_1","type":"metric.value"}`)
 )
+
+// clockFunc is a Verifier clock that tells what its function says.
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
 
 // TestSignFormat checks the header against an HMAC computed independently
 // from the spec's rule: hex HMAC-SHA256 of "<t>.<raw body>".
@@ -160,7 +163,7 @@ func TestErrorsKeepSecrets(t *testing.T) {
 func TestVerifierClockAndTolerance(t *testing.T) {
 	header := Sign(testSecret, testTime, testBody)
 	now := testTime.Add(10 * time.Minute)
-	v := Verifier{Clock: furrow.ClockFunc(func() time.Time { return now })}
+	v := Verifier{Clock: clockFunc(func() time.Time { return now })}
 	if err := v.Verify(testSecret, header, testBody); !errors.Is(err, ErrTooOld) {
 		t.Fatalf("default tolerance: Verify = %v, want ErrTooOld", err)
 	}
@@ -182,5 +185,67 @@ func TestVerifierSystemClock(t *testing.T) {
 	}
 	if err := (Verifier{}).Verify(testSecret, Sign(testSecret, time.Now().Add(-time.Hour), body), body); !errors.Is(err, ErrTooOld) {
 		t.Fatalf("hour-old signature: Verify = %v, want ErrTooOld", err)
+	}
+}
+
+// TestVerifyAny checks that a delivery signed with any one of the secrets
+// verifies, whatever its place in the list, and that a list without the
+// signing secret, an empty list or an empty secret in it does not.
+func TestVerifyAny(t *testing.T) {
+	header := Sign(testSecret, testTime, testBody)
+	for _, secrets := range [][]string{
+		{testSecret},
+		{testSecret, "whsec_old"},
+		{"whsec_new", testSecret},
+		{"whsec_a", "whsec_b", testSecret},
+	} {
+		if err := VerifyAny(secrets, header, testBody, testTime); err != nil {
+			t.Errorf("VerifyAny(%d secrets): %v", len(secrets), err)
+		}
+	}
+	cases := []struct {
+		name    string
+		secrets []string
+		want    error
+	}{
+		{"other secrets", []string{"whsec_a", "whsec_b"}, ErrMismatch},
+		{"no secret", nil, ErrNoSecret},
+		{"an empty secret", []string{testSecret, ""}, ErrNoSecret},
+	}
+	for _, c := range cases {
+		if err := VerifyAny(c.secrets, header, testBody, testTime); !errors.Is(err, c.want) {
+			t.Errorf("%s: VerifyAny = %v, want %v", c.name, err, c.want)
+		}
+	}
+	stale := testTime.Add(DefaultTolerance + time.Second)
+	if err := VerifyAny([]string{"whsec_a", testSecret}, header, testBody, stale); !errors.Is(err, ErrTooOld) {
+		t.Errorf("stale: VerifyAny = %v, want ErrTooOld", err)
+	}
+}
+
+// TestVerifyAnyRotatedSender checks every pairing of a sender that signs
+// with one or both of an old and a new secret and a receiver that holds
+// one or both: any shared secret verifies.
+func TestVerifyAnyRotatedSender(t *testing.T) {
+	const oldSecret, newSecret = "whsec_old", "whsec_new"
+	tPart, oldV1, _ := strings.Cut(Sign(oldSecret, testTime, testBody), ",")
+	_, newV1, _ := strings.Cut(Sign(newSecret, testTime, testBody), ",")
+	senders := map[string]string{
+		"old":  tPart + "," + oldV1,
+		"new":  tPart + "," + newV1,
+		"both": tPart + "," + oldV1 + "," + newV1,
+	}
+	receivers := map[string][]string{
+		"old":  {oldSecret},
+		"new":  {newSecret},
+		"both": {newSecret, oldSecret},
+	}
+	for sn, header := range senders {
+		for rn, secrets := range receivers {
+			want := sn == "both" || rn == "both" || sn == rn
+			if got := (Verifier{Clock: clockFunc(func() time.Time { return testTime })}).VerifyAny(secrets, header, testBody) == nil; got != want {
+				t.Errorf("sender signs with %s, receiver holds %s: verified %v, want %v", sn, rn, got, want)
+			}
+		}
 	}
 }

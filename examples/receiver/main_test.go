@@ -21,7 +21,7 @@ import (
 const secret = "whsec_example_receiver"
 
 func event(id string) []byte {
-	b, _ := json.Marshal(webhook.Event{ID: id, Type: "metric.value", FarmID: uuid.New(), OccurredAtMs: 1, Data: json.RawMessage(`{"value":"21.5"}`)})
+	b, _ := json.Marshal(webhook.Event{ID: id, Type: "metric.value", FarmID: uuid.NewString(), OccurredAtMs: 1, Data: json.RawMessage(`{"value":"21.5"}`)})
 	return b
 }
 

@@ -1,0 +1,208 @@
+package sender
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/webhook"
+)
+
+// vectorsPath is the file of signature test vectors published beside the
+// receiver's package.
+const vectorsPath = "../../webhook/testdata/signature-vectors.json"
+
+// vector is what these tests read of a case of the vectors file; the
+// receiver's tests read the verdicts.
+type vector struct {
+	Name       string            `json:"name"`
+	Secret     string            `json:"secret"`
+	BodyBase64 string            `json:"body_base64"`
+	Headers    map[string]string `json:"headers"`
+	Expect     map[string]string `json:"expect"`
+	Sender     *struct {
+		EventID  string `json:"event_id"`
+		SentAtMs int64  `json:"sent_at_ms"`
+	} `json:"sender"`
+}
+
+func loadVectors(t *testing.T) []vector {
+	t.Helper()
+	raw, err := os.ReadFile(vectorsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Cases []vector `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) < 10 {
+		t.Fatalf("only %d cases", len(f.Cases))
+	}
+	return f.Cases
+}
+
+func (v vector) body(t *testing.T) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(v.BodyBase64)
+	if err != nil {
+		t.Fatalf("%s: body_base64: %v", v.Name, err)
+	}
+	return b
+}
+
+func (v vector) header() http.Header {
+	h := http.Header{}
+	for k, val := range v.Headers {
+		h.Set(k, val)
+	}
+	return h
+}
+
+// TestVectorsSender checks that the sender produces exactly the headers of
+// every case that names its event and time.
+func TestVectorsSender(t *testing.T) {
+	n := 0
+	for _, c := range loadVectors(t) {
+		if c.Sender == nil {
+			continue
+		}
+		n++
+		d := Delivery{Secret: c.Secret, EventID: c.Sender.EventID, DeliveryID: "d", At: time.UnixMilli(c.Sender.SentAtMs), Body: c.body(t)}
+		h := d.Header()
+		for _, name := range []string{webhook.SignatureHeader, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader} {
+			if got := h.Get(name); got != c.Headers[name] {
+				t.Errorf("%s: %s = %q, want %q", c.Name, name, got, c.Headers[name])
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("only %d sender cases", n)
+	}
+}
+
+// TestVectorsStandardLibrary checks the webhook-signature verdicts with the
+// Standard Webhooks Go library, which shows that the key derivation the
+// sender and the receiver share is the standard's. The library reads the
+// system clock, so timestamps are left to the receiver's vector test: a
+// too_old case must verify apart from its time.
+func TestVectorsStandardLibrary(t *testing.T) {
+	for _, c := range loadVectors(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			wh, err := standardwebhooks.NewWebhook(c.Secret)
+			if err != nil {
+				t.Fatalf("NewWebhook: %v", err)
+			}
+			err = wh.VerifyIgnoringTimestamp(c.body(t), c.header())
+			switch want := c.Expect[webhook.StandardSignatureHeader]; want {
+			case "valid", "too_old":
+				if err != nil {
+					t.Errorf("library: %v, want a matching signature", err)
+				}
+			case "mismatch":
+				if !errors.Is(err, standardwebhooks.ErrNoMatchingSignature) {
+					t.Errorf("library: %v, want no matching signature", err)
+				}
+			case "missing":
+				if !errors.Is(err, standardwebhooks.ErrRequiredHeaders) {
+					t.Errorf("library: %v, want missing headers", err)
+				}
+			default:
+				t.Fatalf("unexpected verdict %q", want)
+			}
+		})
+	}
+}
+
+// TestEnvelopeDecodes checks that the receiver's Event reads every field
+// of the envelope the service sends: decoded and encoded again, the body
+// is unchanged.
+func TestEnvelopeDecodes(t *testing.T) {
+	sent, err := json.Marshal(furrow.Event{
+		ID: furrow.NewEventID(), Type: furrow.EventDeviceOffline, FarmID: uuid.New(), OccurredAtMs: 1_700_000_000_123,
+		Data: json.RawMessage(`{"device_id":"2f4d6b8e-0a13-4c3e-9a43-1d2f0c9e7a11"}`), TraceParent: "00-trace-never-sent",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev webhook.Event
+	if err := json.Unmarshal(sent, &ev); err != nil {
+		t.Fatal(err)
+	}
+	again, err := json.Marshal(ev)
+	if err != nil || !bytes.Equal(again, sent) {
+		t.Fatalf("receiver's Event encodes as\n%s\nwant\n%s (%v)", again, sent, err)
+	}
+}
+
+// TestPythonReceiverServes runs the Python example receiver and sends it
+// deliveries signed by the sender: each scheme alone is accepted, a
+// changed body is refused.
+func TestPythonReceiverServes(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed to test examples/receiver-python (.ci/run installs it): ", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	const secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+	cmd := exec.Command(python, "../../examples/receiver-python/receiver.py", "--port", port)
+	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	body := []byte(`{"id":"evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70","type":"metric.value","data":{"value":"21.50"}}`)
+	// send posts b with the headers of a delivery of body, so that a
+	// changed b no longer matches its signatures.
+	send := func(b []byte, drop ...string) int {
+		d := Delivery{Secret: secret, EventID: "evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70", DeliveryID: "d", At: time.Now(), Body: body}
+		h := d.Header()
+		for _, name := range drop {
+			h.Del(name)
+		}
+		var resp *http.Response
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/hook", bytes.NewReader(b))
+			req.Header = h
+			if resp, err = http.DefaultClient.Do(req); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("receiver.py did not answer: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := send(body); got != http.StatusNoContent {
+		t.Errorf("both schemes: %d, want 204", got)
+	}
+	if got := send(body, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader); got != http.StatusNoContent {
+		t.Errorf("X-Service-Signature alone: %d, want 204", got)
+	}
+	if got := send(body, webhook.SignatureHeader); got != http.StatusNoContent {
+		t.Errorf("webhook-signature alone: %d, want 204", got)
+	}
+	if got := send(append(body[:len(body):len(body)], ' ')); got != http.StatusUnauthorized {
+		t.Errorf("changed body: %d, want 401", got)
+	}
+}
