@@ -1,7 +1,6 @@
 package activities_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -17,65 +16,57 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
-	"github.com/furrowhq/furrow/store/storetest"
+	"github.com/furrowhq/furrow/internal/memstore"
 	"github.com/furrowhq/furrow/webhook"
 )
 
 const secret = "whsec_do-not-leak-0123456789"
 
-// store is an in-memory furrow.WebhookService and furrow.EventService.
+// store is the in-memory store holding one webhook and one event, and the
+// calls the activities made of it.
 type store struct {
-	furrow.WebhookService
-	furrow.EventService
-	mu       sync.Mutex
-	hook     furrow.Webhook
-	event    furrow.Event
-	attempts []furrow.Attempt
+	*memstore.Store
+	calls *memstore.Recorder
+	hook  furrow.Webhook
+	event furrow.Event
 }
 
-func (s *store) WebhookByID(_ context.Context, id uuid.UUID) (furrow.Webhook, error) {
-	if id != s.hook.ID {
-		return furrow.Webhook{}, furrow.Errorf(furrow.ENOTFOUND, "webhook not found")
+// attempts returns the delivery log's rows in the order written.
+func (s *store) attempts() []furrow.Attempt { return s.calls.Attempts() }
+
+// newStore stores hook and event on a farm of their own.
+func newStore(t *testing.T, hook furrow.Webhook, event furrow.Event) *store {
+	t.Helper()
+	ctx := t.Context()
+	m := memstore.New(furrow.SystemClock{})
+	owner, _, err := m.CreateUser(ctx, "owner@example.com")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return s.hook, nil
-}
-
-func (s *store) Event(_ context.Context, id string) (furrow.Event, error) {
-	if id != s.event.ID {
-		return furrow.Event{}, furrow.Errorf(furrow.ENOTFOUND, "event not found")
+	farm, err := m.CreateFarm(ctx, owner.ID, "North")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return s.event, nil
-}
-
-func (s *store) SetWebhookState(_ context.Context, id uuid.UUID, enabled bool, failures int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if id != s.hook.ID {
-		return furrow.Errorf(furrow.ENOTFOUND, "webhook not found")
+	hook.FarmID, event.FarmID = farm.ID, farm.ID
+	if hook, err = m.CreateWebhook(ctx, hook); err != nil {
+		t.Fatal(err)
 	}
-	s.hook.Enabled, s.hook.ConsecutiveFailures = enabled, failures
-	return nil
+	if _, err = m.CreateEvent(ctx, event); err != nil {
+		t.Fatal(err)
+	}
+	return &store{Store: m, calls: m.Record(), hook: hook, event: event}
 }
 
-func (s *store) AddAttempt(_ context.Context, a furrow.Attempt) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.attempts = append(s.attempts, a)
-	return nil
-}
-
-// The fake passes the suite the PostgreSQL store passes.
-func TestFakeConformance(t *testing.T) {
-	storetest.DeliveryStore(t, func(*testing.T) storetest.DeliverySubject {
-		s := &store{}
-		seed := func(_ context.Context, w furrow.Webhook, e furrow.Event) (furrow.Webhook, furrow.Event, error) {
-			w.FarmID = uuid.New()
-			e.FarmID = w.FarmID
-			s.hook, s.event = w, e
-			return w, e, nil
-		}
-		return storetest.DeliverySubject{Webhooks: s, Events: s, Seed: seed}
-	})
+// setHook replaces the stored webhook by w, under the same id.
+func (s *store) setHook(t *testing.T, w furrow.Webhook) {
+	t.Helper()
+	if err := s.DeleteWebhook(t.Context(), s.hook.FarmID, s.hook.ID); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if s.hook, err = s.CreateWebhook(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // received is one request seen by the endpoint.
@@ -95,11 +86,9 @@ func setup(t *testing.T, answer func(w http.ResponseWriter)) (*store, *activitie
 		answer(w)
 	}))
 	t.Cleanup(srv.Close)
-	s := &store{
-		hook: furrow.Webhook{ID: uuid.New(), URL: srv.URL + "/hook", Secret: secret, Enabled: true},
-		event: furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: uuid.New(),
-			OccurredAtMs: 1714564800000, Data: []byte(`{"device_id":"x","value":"21.50"}`)},
-	}
+	s := newStore(t, furrow.Webhook{ID: uuid.New(), URL: srv.URL + "/hook", Secret: secret, Enabled: true},
+		furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue,
+			OccurredAtMs: 1714564800000, Data: []byte(`{"device_id":"x","value":"21.50"}`)})
 	now := time.UnixMilli(1714564800123)
 	acts := &activities.Activities{Webhooks: s, Events: s, HTTP: srv.Client(), Clock: furrow.ClockFunc(func() time.Time { return now })}
 	return s, acts, &got
@@ -148,7 +137,7 @@ func TestDeliverSendsSignedEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatalf("delivery header: %v", err)
 	}
-	a := s.attempts[0]
+	a := s.attempts()[0]
 	if a.DeliveryID != did || a.StatusCode != 202 || a.Attempt != 1 || a.EventID != s.event.ID || a.AtMs != 1714564800123 {
 		t.Errorf("attempt row = %+v", a)
 	}
@@ -168,8 +157,8 @@ func TestDeliverNewDeliveryIDPerAttempt(t *testing.T) {
 	if a, b := (*got)[0].header.Get(webhook.IDHeader), (*got)[1].header.Get(webhook.IDHeader); a != s.event.ID || b != a {
 		t.Fatalf("webhook-id %q then %q, want the event id %s on every attempt", a, b, s.event.ID)
 	}
-	if s.attempts[0].Attempt != 1 || s.attempts[1].Attempt != 2 {
-		t.Errorf("attempt numbers %d, %d", s.attempts[0].Attempt, s.attempts[1].Attempt)
+	if s.attempts()[0].Attempt != 1 || s.attempts()[1].Attempt != 2 {
+		t.Errorf("attempt numbers %d, %d", s.attempts()[0].Attempt, s.attempts()[1].Attempt)
 	}
 }
 
@@ -194,8 +183,8 @@ func TestDeliverErrorsFollowSchedule(t *testing.T) {
 		if err := appErr.Details(&attempt, &code); err != nil || attempt != 2 || code != status {
 			t.Errorf("status %d: details attempt %d status %d (%v)", status, attempt, code, err)
 		}
-		if s.attempts[0].StatusCode != status {
-			t.Errorf("status %d: row says %d (redirect followed?)", status, s.attempts[0].StatusCode)
+		if s.attempts()[0].StatusCode != status {
+			t.Errorf("status %d: row says %d (redirect followed?)", status, s.attempts()[0].StatusCode)
 		}
 	}
 }
@@ -208,31 +197,35 @@ func TestDeliverBoundsResponseBody(t *testing.T) {
 	if _, err := deliver(t, s, acts, 1); err == nil {
 		t.Fatal("want an error")
 	}
-	if n := len(s.attempts[0].ResponseBody); n > furrow.MaxResponseBody+2 || n < furrow.MaxResponseBody-2 {
+	if n := len(s.attempts()[0].ResponseBody); n > furrow.MaxResponseBody+2 || n < furrow.MaxResponseBody-2 {
 		t.Fatalf("stored %d bytes of the answer, want about %d", n, furrow.MaxResponseBody)
 	}
 }
 
 func TestDeliverSkipsDisabledAndDeleted(t *testing.T) {
 	s, acts, got := setup(t, func(w http.ResponseWriter) { w.WriteHeader(200) })
-	s.hook.Enabled = false
+	if err := s.SetWebhookState(t.Context(), s.hook.ID, false, 0); err != nil {
+		t.Fatal(err)
+	}
 	res, err := deliver(t, s, acts, 4)
 	if err != nil || !res.Skipped || len(*got) != 0 {
 		t.Fatalf("disabled: res %+v err %v requests %d", res, err, len(*got))
 	}
-	s.hook.ID = uuid.New() // the delivery now names a deleted webhook
-	in := activities.DeliverInput{WebhookID: uuid.New(), EventID: s.event.ID, FirstAttempt: 1}
+	if err := s.DeleteWebhook(t.Context(), s.hook.FarmID, s.hook.ID); err != nil {
+		t.Fatal(err)
+	}
+	in := activities.DeliverInput{WebhookID: s.hook.ID, EventID: s.event.ID, FirstAttempt: 1} // a deleted webhook
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
 	if _, err := env.ExecuteActivity(acts.Deliver, in); err != nil {
 		t.Fatal(err)
 	}
-	if s.attempts[0].Error != "skipped: webhook disabled" || s.attempts[0].Attempt != 4 {
-		t.Errorf("disabled row = %+v", s.attempts[0])
+	if s.attempts()[0].Error != "skipped: webhook disabled" || s.attempts()[0].Attempt != 4 {
+		t.Errorf("disabled row = %+v", s.attempts()[0])
 	}
-	if s.attempts[1].Error != "skipped: webhook deleted" {
-		t.Errorf("deleted row = %+v", s.attempts[1])
+	if s.attempts()[1].Error != "skipped: webhook deleted" {
+		t.Errorf("deleted row = %+v", s.attempts()[1])
 	}
 }
 
@@ -241,12 +234,14 @@ func TestDeliverNeverLeaksSecret(t *testing.T) {
 		w.WriteHeader(500)
 		_, _ = w.Write([]byte("nope"))
 	})
-	s.hook.URL = "http://127.0.0.1:1/" + secret // unreachable, secret in sight
+	unreachable := s.hook
+	unreachable.URL = "http://127.0.0.1:1/" + secret // secret in sight
+	s.setHook(t, unreachable)
 	_, err := deliver(t, s, acts, 1)
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("err = %v", err)
 	}
-	a := s.attempts[0]
+	a := s.attempts()[0]
 	if strings.Contains(a.Error+a.ResponseBody, secret) || !strings.HasPrefix(a.Error, "connection failed") {
 		t.Fatalf("attempt row = %+v", a)
 	}

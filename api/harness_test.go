@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/api/ratelimit"
+	"github.com/furrowhq/furrow/internal/memstore"
 	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/internal/testenv"
 )
@@ -26,11 +28,14 @@ const (
 	untrustedPeer = "192.0.2.7:40000"
 )
 
-// harness is an API over fakes with one farm and its people and devices.
+// harness is an API over the in-memory store with one farm and its people
+// and devices.
 type harness struct {
 	t       *testing.T
 	clock   *testclock.Clock
-	store   *fakeStore
+	store   *memstore.Store
+	calls   *memstore.Recorder // the store calls since the harness was made
+	engine  *engine
 	logs    *testenv.Buffer
 	cfg     Config
 	deps    Deps
@@ -55,8 +60,8 @@ func (h *harness) subscribeAll() {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	clock := testclock.New(time.UnixMilli(1_700_000_000_000))
-	store := newFakeStore(clock)
-	h := &harness{t: t, clock: clock, store: store, logs: &testenv.Buffer{}}
+	store := memstore.New(clock)
+	h := &harness{t: t, clock: clock, store: store, engine: &engine{store: store}, logs: &testenv.Buffer{}}
 	ctx := context.Background()
 	owner, ownerToken, _ := store.CreateUser(ctx, "owner@example.com")
 	h.owner, h.ownerID = ownerToken, owner.ID
@@ -75,12 +80,80 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.deps = Deps{
 		Users: store, Farms: store, Devices: store, Readings: store, Events: store,
-		Webhooks: store, Delivery: store, Publisher: store, Waker: store,
+		Webhooks: store, Delivery: h.engine, Publisher: h.engine, Waker: h.engine,
 		Limiter: ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, clock),
 		Clock:   clock, Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
 	}
 	h.rebuild()
+	h.calls = store.Record()
 	return h
+}
+
+// readings returns the readings stored on the harness farm, newest first.
+func (h *harness) readings() []furrow.Reading {
+	h.t.Helper()
+	rs, _, err := h.store.Readings(h.t.Context(), furrow.ReadingFilter{FarmID: h.farm})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rs
+}
+
+// otherFarm returns a farm of someone outside the harness farm.
+func (h *harness) otherFarm() uuid.UUID {
+	h.t.Helper()
+	u, _, err := h.store.CreateUser(h.t.Context(), uuid.NewString()+"@example.com")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	f, err := h.store.CreateFarm(h.t.Context(), u.ID, "Elsewhere")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return f.ID
+}
+
+// engine stands in for what is not the store: the live bus, the
+// dispatcher's wake-up and the delivery engine (Temporal), recording what
+// the API asks of them.
+type engine struct {
+	store        *memstore.Store // whose webhook Reenable may enable
+	mu           sync.Mutex
+	published    []furrow.LiveReading
+	wakes        int
+	reenabled    []uuid.UUID
+	flipOnSignal bool // Reenable enables the webhook at once, as a quick workflow would
+	redelivered  []furrow.Event
+}
+
+func (e *engine) Publish(r furrow.LiveReading) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.published = append(e.published, r)
+}
+
+func (e *engine) Wake() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.wakes++
+}
+
+func (e *engine) Reenable(ctx context.Context, id uuid.UUID) error {
+	e.mu.Lock()
+	e.reenabled = append(e.reenabled, id)
+	flip := e.flipOnSignal
+	e.mu.Unlock()
+	if flip {
+		return e.store.SetWebhookState(ctx, id, true, 0)
+	}
+	return nil
+}
+
+func (e *engine) Redeliver(_ context.Context, _ furrow.Webhook, events []furrow.Event) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.redelivered = append(e.redelivered, events...)
+	return len(events), nil
 }
 
 // rebuild makes the handler again after cfg or deps changed.

@@ -17,8 +17,9 @@ func TestCachedKeySkipsLookup(t *testing.T) {
 			t.Fatalf("status = %d, body %s", r.Status, r.Body)
 		}
 	}
-	if h.store.keyLookups != 1 || h.store.keyChecks != 3 {
-		t.Fatalf("lookups = %d, store checks = %d; want 1 and 3", h.store.keyLookups, h.store.keyChecks)
+	lookups, checks := h.calls.Count("DeviceByKey"), h.calls.Count("CreateReading", "CreateReadingOnce")
+	if lookups != 1 || checks != 3 {
+		t.Fatalf("lookups = %d, store checks = %d; want 1 and 3", lookups, checks)
 	}
 }
 
@@ -53,20 +54,20 @@ func TestCachedKeyRevokedIsRefusedAtOnce(t *testing.T) {
 			if _, err := h.store.RotateDeviceKey(context.Background(), h.farm, h.device.ID); err != nil {
 				t.Fatal(err)
 			}
-			stored := len(h.store.readings)
+			stored := len(h.readings())
 			r := h.post(h.deviceKey, tc.body(h))
 			expectError(t, r, http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
 			if r.Header.Get("Retry-After") != "" {
 				t.Fatalf("401 carries retry-after %q", r.Header.Get("Retry-After"))
 			}
-			if len(h.store.readings) != stored {
+			if len(h.readings()) != stored {
 				t.Fatalf("a reading of the revoked key was stored")
 			}
-			lookups := h.store.keyLookups
+			lookups := h.calls.Count("DeviceByKey")
 			r = h.post(h.deviceKey, tc.body(h))
 			expectError(t, r, http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
-			if h.store.keyLookups != lookups+1 {
-				t.Fatalf("the revoked key was not forgotten: lookups %d -> %d", lookups, h.store.keyLookups)
+			if n := h.calls.Count("DeviceByKey"); n != lookups+1 {
+				t.Fatalf("the revoked key was not forgotten: lookups %d -> %d", lookups, n)
 			}
 		})
 	}

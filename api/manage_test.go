@@ -52,7 +52,9 @@ func (f pingFunc) Ping(ctx context.Context) error { return f(ctx) }
 func TestManagementAccess(t *testing.T) {
 	h := newHarness(t)
 	hook := uuid.New()
-	h.store.webhooks[hook] = furrow.Webhook{ID: hook, FarmID: h.farm, URL: "https://example.com", Enabled: true}
+	if _, err := h.store.CreateWebhook(t.Context(), furrow.Webhook{ID: hook, FarmID: h.farm, URL: "https://example.com", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
 	dev := h.device.ID.String()
 	endpoints := []struct {
 		method, path string
@@ -89,8 +91,8 @@ func TestManagementAccess(t *testing.T) {
 			}
 		})
 	}
-	if h.store.webhooks[hook].ID != hook {
-		t.Fatal("a refused request changed state")
+	if w, err := h.store.WebhookByID(t.Context(), hook); err != nil || !w.Enabled {
+		t.Fatalf("a refused request changed state: %+v, %v", w, err)
 	}
 }
 
@@ -161,10 +163,11 @@ func TestDevices(t *testing.T) {
 	expectError(t, h.user(h.manager, "POST", h.farmPath("/devices/zzz/keys"), ""), http.StatusBadRequest, furrow.EINVALID, "device id")
 
 	// probe-0 reported just now, probe-1 40 minutes ago, probe-2 never.
-	seen := furrow.Millis(h.clock.Now().Add(-40 * time.Minute))
-	d := h.store.devices[h.device.ID]
-	d.LastSeenMs = &seen
-	h.store.devices[h.device.ID] = d
+	h.clock.Advance(-40 * time.Minute)
+	if _, _, err := h.store.CreateReading(t.Context(), furrow.Reading{FarmID: h.farm, DeviceID: h.device.ID, MetricID: 220, Value: "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(40 * time.Minute)
 	r = h.user(h.viewer, "GET", h.farmPath("/devices"), "")
 	var list []struct {
 		Name       string `json:"name"`
@@ -194,8 +197,8 @@ func TestEvents(t *testing.T) {
 		!strings.HasPrefix(e.ID, "evt_") || string(e.Data) != `{"rule":"frost","n":[1]}` || e.OccurredAtMs == 0 {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	if h.store.wakes != 1 {
-		t.Fatalf("wakes = %d, want 1", h.store.wakes)
+	if h.engine.wakes != 1 {
+		t.Fatalf("wakes = %d, want 1", h.engine.wakes)
 	}
 	for body, reason := range map[string]string{
 		`{"type":"metric.value","data":{}}`:            "type must be",
@@ -258,7 +261,8 @@ func TestReadingsCursor(t *testing.T) {
 		t.Fatalf("paged values = %v, want newest first without gaps", values)
 	}
 	r := h.user(h.viewer, "GET", h.farmPath("/readings?since_ms=1"), "")
-	if !strings.Contains(r.Body, `"value":"99"`) || h.store.lastFilter.SinceMs == nil || *h.store.lastFilter.SinceMs != 1 {
+	last, _ := h.calls.Last("Readings")
+	if f, _ := last.Args[0].(furrow.ReadingFilter); !strings.Contains(r.Body, `"value":"99"`) || f.SinceMs == nil || *f.SinceMs != 1 {
 		t.Fatalf("since_ms not passed: %s", r.Body)
 	}
 	for q, reason := range map[string]string{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/memstore"
 )
 
 func readingBody(device string, metric, value string) string {
@@ -38,14 +39,14 @@ func TestMetricValueStored(t *testing.T) {
 	if strings.TrimSpace(r.Body) != want {
 		t.Fatalf("body = %s, want %s", r.Body, want)
 	}
-	if len(h.store.readings) != 1 || h.store.readings[0].FarmID != h.farm {
-		t.Fatalf("stored %+v, want one reading of the farm", h.store.readings)
+	if rs := h.readings(); len(rs) != 1 || rs[0].FarmID != h.farm {
+		t.Fatalf("stored %+v, want one reading of the farm", rs)
 	}
-	if len(h.store.published) != 1 || h.store.published[0].FarmID != h.farm || h.store.published[0].Value != "21.50" {
-		t.Fatalf("published %+v, want the reading with its farm", h.store.published)
+	if len(h.engine.published) != 1 || h.engine.published[0].FarmID != h.farm || h.engine.published[0].Value != "21.50" {
+		t.Fatalf("published %+v, want the reading with its farm", h.engine.published)
 	}
-	if h.store.wakes != 1 {
-		t.Fatalf("wakes = %d, want 1", h.store.wakes)
+	if h.engine.wakes != 1 {
+		t.Fatalf("wakes = %d, want 1", h.engine.wakes)
 	}
 }
 
@@ -55,8 +56,8 @@ func TestMetricValueWithoutWebhooksDoesNotWake(t *testing.T) {
 	if r := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", `"1"`)); r.Status != http.StatusCreated {
 		t.Fatalf("status = %d, body %s", r.Status, r.Body)
 	}
-	if h.store.wakes != 0 {
-		t.Fatalf("wakes = %d, want 0", h.store.wakes)
+	if h.engine.wakes != 0 {
+		t.Fatalf("wakes = %d, want 0", h.engine.wakes)
 	}
 }
 
@@ -98,7 +99,7 @@ func TestMetricValueBadRequests(t *testing.T) {
 			expectError(t, h.post(h.deviceKey, c.body), http.StatusBadRequest, furrow.EINVALID, c.reason)
 		})
 	}
-	if len(h.store.readings) != 0 {
+	if len(h.readings()) != 0 {
 		t.Fatal("a bad request was stored")
 	}
 }
@@ -245,7 +246,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 
 func TestMetricValueStoreFailure(t *testing.T) {
 	h := newHarness(t)
-	h.store.failReadings = errors.New("pq: connection refused to db-secret-host")
+	h.store.Fault(memstore.Fail(errors.New("pq: connection refused to db-secret-host"), "CreateReading", "CreateReadingOnce"))
 	r := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", "1"))
 	expectError(t, r, http.StatusInternalServerError, furrow.EINTERNAL, "retry later")
 	if strings.Contains(r.Body, "db-secret-host") {
@@ -255,14 +256,19 @@ func TestMetricValueStoreFailure(t *testing.T) {
 	if id == "" || !strings.Contains(h.logs.String(), id) || !strings.Contains(h.logs.String(), "db-secret-host") {
 		t.Fatalf("internal error not logged with request id %q:\n%s", id, h.logs.String())
 	}
-	if len(h.store.published) != 0 || h.store.wakes != 0 {
+	if len(h.engine.published) != 0 || h.engine.wakes != 0 {
 		t.Fatal("published or woke after a failed store")
 	}
 }
 
 func TestPanicAnsweredAsInternalError(t *testing.T) {
 	h := newHarness(t)
-	h.store.panicReading = true
+	h.store.Fault(func(c memstore.Call) error {
+		if c.Method == "CreateReading" {
+			panic("store exploded")
+		}
+		return nil
+	})
 	r := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", "1"))
 	expectError(t, r, http.StatusInternalServerError, furrow.EINTERNAL, "retry later")
 	if !strings.Contains(h.logs.String(), "store exploded") {
@@ -311,16 +317,16 @@ func TestMetricValueIdempotencyKey(t *testing.T) {
 	if again.Status != http.StatusCreated || again.Body != first.Body {
 		t.Fatalf("retry answered %d %s, want the original 201 %s", again.Status, again.Body, first.Body)
 	}
-	if len(h.store.readings) != 1 || len(h.store.published) != 1 || h.store.wakes != 1 {
+	if len(h.readings()) != 1 || len(h.engine.published) != 1 || h.engine.wakes != 1 {
 		t.Fatalf("after the retry: %d stored, %d published, %d wakes; want 1 each",
-			len(h.store.readings), len(h.store.published), h.store.wakes)
+			len(h.readings()), len(h.engine.published), h.engine.wakes)
 	}
 	expectError(t, post("reading-0001", readingBody(h.device.ID.String(), "220", "22")), http.StatusConflict, furrow.ECONFLICT, "")
 	for _, bad := range []string{strings.Repeat("k", 256), "tab\there", "é"} {
 		expectError(t, post(bad, body), http.StatusBadRequest, furrow.EINVALID, "Idempotency-Key")
 	}
-	if len(h.store.readings) != 1 {
-		t.Fatalf("%d readings stored, want 1", len(h.store.readings))
+	if len(h.readings()) != 1 {
+		t.Fatalf("%d readings stored, want 1", len(h.readings()))
 	}
 }
 

@@ -36,8 +36,8 @@ func TestCreateWebhook(t *testing.T) {
 	if !strings.HasPrefix(w.Secret, "whsec_") || err != nil || len(raw) != 32 || w.ID == uuid.Nil {
 		t.Fatalf("secret %q or id %v malformed", w.Secret, w.ID)
 	}
-	if stored := h.store.webhooks[w.ID]; stored.FarmID != h.farm || stored.Secret != w.Secret {
-		t.Fatalf("stored %+v", stored)
+	if stored, err := h.store.WebhookByID(t.Context(), w.ID); err != nil || stored.FarmID != h.farm || stored.Secret != w.Secret {
+		t.Fatalf("stored %+v (%v)", stored, err)
 	}
 	w2 := h.createHook(`{"url":"https://93.184.216.34/x","event_types":["trigger.fired","metric.value","trigger.fired"]}`)
 	if strings.Join(w2.EventTypes, ",") != "trigger.fired,metric.value" || w2.Secret == w.Secret {
@@ -74,7 +74,7 @@ func TestCreateWebhookRejects(t *testing.T) {
 	} {
 		expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks"), body), http.StatusBadRequest, furrow.EINVALID, reason)
 	}
-	if len(h.store.webhooks) != 0 {
+	if ws, err := h.store.Webhooks(t.Context(), h.farm); err != nil || len(ws) != 0 {
 		t.Fatal("a rejected webhook was stored")
 	}
 }
@@ -108,7 +108,9 @@ func TestGetListDeleteWebhook(t *testing.T) {
 	expectError(t, h.user(h.manager, "GET", h.farmPath("/webhooks/"+uuid.NewString()), ""), http.StatusNotFound, furrow.ENOTFOUND, "")
 	// A webhook of another farm is not reachable through this one.
 	other := uuid.New()
-	h.store.webhooks[other] = furrow.Webhook{ID: other, FarmID: uuid.New()}
+	if _, err := h.store.CreateWebhook(t.Context(), furrow.Webhook{ID: other, FarmID: h.otherFarm()}); err != nil {
+		t.Fatal(err)
+	}
 	expectError(t, h.user(h.manager, "DELETE", h.farmPath("/webhooks/"+other.String()), ""), http.StatusNotFound, furrow.ENOTFOUND, "")
 	if r := h.user(h.manager, "DELETE", path, ""); r.Status != http.StatusNoContent || r.Body != "" {
 		t.Fatalf("delete: %d %q", r.Status, r.Body)
@@ -128,15 +130,15 @@ func TestEnableWebhook(t *testing.T) {
 	if r.Status != http.StatusAccepted || !strings.Contains(r.Body, `"enabled":false`) || !strings.Contains(r.Body, `"reason"`) {
 		t.Fatalf("pending: %d %s", r.Status, r.Body)
 	}
-	h.store.flipOnSignal = true
+	h.engine.flipOnSignal = true
 	r = h.user(h.manager, "POST", path, "")
 	var got furrow.Webhook
 	decode(t, r, &got)
 	if r.Status != http.StatusOK || !got.Enabled || got.ConsecutiveFailures != 0 || strings.Contains(r.Body, `"reason"`) {
 		t.Fatalf("enabled: %d %s", r.Status, r.Body)
 	}
-	if len(h.store.reenabled) != 2 || h.store.reenabled[0] != w.ID {
-		t.Fatalf("reenable signals %v", h.store.reenabled)
+	if len(h.engine.reenabled) != 2 || h.engine.reenabled[0] != w.ID {
+		t.Fatalf("reenable signals %v", h.engine.reenabled)
 	}
 	expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks/"+uuid.NewString()+"/enable"), ""), http.StatusNotFound, furrow.ENOTFOUND, "")
 }
@@ -163,7 +165,7 @@ func TestRedeliver(t *testing.T) {
 	fired, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 1000})
 	reco, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventRecommendationCreated, FarmID: h.farm, OccurredAtMs: 2000})
 	later, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 3000})
-	foreign, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: uuid.New(), OccurredAtMs: 3000})
+	foreign, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.otherFarm(), OccurredAtMs: 3000})
 
 	r := h.user(h.manager, "POST", path, `{"event_id":"`+fired.ID+`"}`)
 	if r.Status != http.StatusAccepted || strings.TrimSpace(r.Body) != `{"count":1}` {
@@ -173,8 +175,8 @@ func TestRedeliver(t *testing.T) {
 	if r.Status != http.StatusAccepted || strings.TrimSpace(r.Body) != `{"count":1}` {
 		t.Fatalf("since: %d %s", r.Status, r.Body)
 	}
-	if len(h.store.redelivered) != 2 || h.store.redelivered[0].ID != fired.ID || h.store.redelivered[1].ID != later.ID {
-		t.Fatalf("redelivered %+v", h.store.redelivered)
+	if len(h.engine.redelivered) != 2 || h.engine.redelivered[0].ID != fired.ID || h.engine.redelivered[1].ID != later.ID {
+		t.Fatalf("redelivered %+v", h.engine.redelivered)
 	}
 	for body, want := range map[string]struct {
 		status       int
@@ -191,7 +193,7 @@ func TestRedeliver(t *testing.T) {
 	} {
 		expectError(t, h.user(h.manager, "POST", path, body), want.status, want.code, want.reason)
 	}
-	if len(h.store.redelivered) != 2 {
+	if len(h.engine.redelivered) != 2 {
 		t.Fatal("a refused redelivery started deliveries")
 	}
 }

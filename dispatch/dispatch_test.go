@@ -3,7 +3,9 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,14 +16,16 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/memstore"
 	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/workflows"
 )
 
 type world struct {
 	clock   *testclock.Clock
-	outbox  *outbox
-	hooks   *hooks
+	store   *memstore.Store
+	calls   *memstore.Recorder // the store calls since the world was made
+	user    uuid.UUID          // owner of the farms
 	starter *starter
 	metrics *recorder
 	logs    *logLines
@@ -34,29 +38,48 @@ type world struct {
 // one, and an enabled one subscribed to another type only.
 func newWorld(cfg Config) *world {
 	clock := testclock.New(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+	return newWorldOn(cfg, clock, clock)
+}
+
+// newWorldOn is newWorld with a store reading storeClock.
+func newWorldOn(cfg Config, clock *testclock.Clock, storeClock furrow.Clock) *world {
 	w := &world{
 		clock:   clock,
-		outbox:  newOutbox(clock),
-		hooks:   newHooks(),
+		store:   memstore.New(storeClock),
 		starter: &starter{started: map[string]client.StartWorkflowOptions{}, inputs: map[string]workflows.DeliveryInput{}},
 		metrics: &recorder{},
 		logs:    &logLines{},
 	}
+	u, _, err := w.store.CreateUser(context.Background(), "owner@example.com")
+	if err != nil {
+		panic(err)
+	}
+	w.user = u.ID
 	w.farm = w.addFarm()
-	w.on, w.off = w.hooks.byFarm[w.farm][0], w.hooks.byFarm[w.farm][1]
-	w.d = New(cfg, Deps{Outbox: w.outbox, Webhooks: w.hooks, Starter: w.starter, Clock: clock, Metrics: w.metrics,
+	hooks, _ := w.store.Webhooks(context.Background(), w.farm)
+	w.on, w.off = hooks[0], hooks[1]
+	w.d = New(cfg, Deps{Outbox: w.store, Webhooks: w.store, Starter: w.starter, Clock: clock, Metrics: w.metrics,
 		Logger: slog.New(w.logs)})
+	w.calls = w.store.Record()
 	return w
 }
 
 func (w *world) addFarm() uuid.UUID {
-	farm := uuid.New()
-	w.hooks.byFarm[farm] = []furrow.Webhook{
-		{ID: uuid.New(), FarmID: farm, Enabled: true},
-		{ID: uuid.New(), FarmID: farm},
-		{ID: uuid.New(), FarmID: farm, Enabled: true, EventTypes: []string{furrow.EventDeviceOffline}},
+	ctx := context.Background()
+	farm, err := w.store.CreateFarm(ctx, w.user, "North")
+	for _, h := range []furrow.Webhook{
+		{FarmID: farm.ID, Enabled: true},
+		{FarmID: farm.ID},
+		{FarmID: farm.ID, Enabled: true, EventTypes: []string{furrow.EventDeviceOffline}},
+	} {
+		if err == nil {
+			_, err = w.store.CreateWebhook(ctx, h)
+		}
 	}
-	return farm
+	if err != nil {
+		panic(err)
+	}
+	return farm.ID
 }
 
 func (w *world) addEvents(n int) []furrow.Event { return w.addEventsOf(w.farm, n) }
@@ -64,16 +87,42 @@ func (w *world) addEvents(n int) []furrow.Event { return w.addEventsOf(w.farm, n
 func (w *world) addEventsOf(farm uuid.UUID, n int) []furrow.Event {
 	var es []furrow.Event
 	for range n {
-		es = append(es, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: farm})
+		e, err := w.store.CreateEvent(context.Background(), furrow.Event{Type: furrow.EventMetricValue, FarmID: farm})
+		if err != nil || !e.Pending {
+			panic(fmt.Sprintf("event %+v not waiting for the dispatcher: %v", e, err))
+		}
+		es = append(es, e.Event)
 	}
-	w.outbox.add(es...)
 	return es
 }
 
 // claimableByAnother says whether another dispatcher could claim e now.
 func (w *world) claimableByAnother(t *testing.T, e furrow.Event) bool {
 	t.Helper()
-	return !w.outbox.leased(e.ID) && !w.outbox.isDispatched(e.ID)
+	return !w.leased(e.ID) && !w.isDispatched(e.ID)
+}
+
+// leased says whether a dispatcher holds a live lease of the event.
+func (w *world) leased(id string) bool {
+	st, _ := w.store.OutboxState(id)
+	return st.LeaseOwner != uuid.Nil
+}
+
+// isDispatched says whether the event was marked dispatched.
+func (w *world) isDispatched(id string) bool {
+	st, _ := w.store.OutboxState(id)
+	return st.Dispatched
+}
+
+// fullClaims counts the claims that returned events.
+func (w *world) fullClaims() int {
+	n := 0
+	for _, c := range w.calls.Calls("ClaimEvents") {
+		if es, _ := c.Result.([]furrow.Event); len(es) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func TestDispatchStartsOnlySubscribedEnabled(t *testing.T) {
@@ -97,12 +146,12 @@ func TestDispatchStartsOnlySubscribedEnabled(t *testing.T) {
 		if in := w.starter.inputs[id]; in.EventID != e.ID || in.WebhookID != w.on.ID || in.EventType != e.Type {
 			t.Errorf("input of %s = %+v", id, in)
 		}
-		if !w.outbox.dispatched[e.ID] {
+		if !w.isDispatched(e.ID) {
 			t.Errorf("%s not marked dispatched", e.ID)
 		}
 	}
-	if w.hooks.lookups != 1 {
-		t.Errorf("looked up the farm's webhooks %d times, want once per batch", w.hooks.lookups)
+	if n := w.calls.Count("Webhooks"); n != 1 {
+		t.Errorf("looked up the farm's webhooks %d times, want once per batch", n)
 	}
 }
 
@@ -112,10 +161,11 @@ func TestDispatchRecordsDisabledAsSkipped(t *testing.T) {
 	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(w.hooks.attempts) != 1 {
-		t.Fatalf("attempts = %+v, want one skipped row", w.hooks.attempts)
+	attempts := w.calls.Attempts()
+	if len(attempts) != 1 {
+		t.Fatalf("attempts = %+v, want one skipped row", attempts)
 	}
-	for _, a := range w.hooks.attempts {
+	for _, a := range attempts {
 		if a.WebhookID != w.off.ID || a.EventID != e.ID || a.Attempt != 0 || a.Error != "skipped: webhook disabled" {
 			t.Errorf("attempt = %+v", a)
 		}
@@ -124,19 +174,27 @@ func TestDispatchRecordsDisabledAsSkipped(t *testing.T) {
 
 func TestDispatchTwiceIsHarmless(t *testing.T) {
 	w := newWorld(Config{Batch: 10})
-	w.addEvents(2)
+	es := w.addEvents(2)
 	ctx := context.Background()
-	if _, err := w.d.DispatchOnce(ctx); err != nil {
-		t.Fatal(err)
+	// The pass stops before MarkDispatched, as a crash would: the same
+	// events come back.
+	w.store.Fault(memstore.Fail(errors.New("connection reset"), "MarkDispatched"))
+	if _, err := w.d.DispatchOnce(ctx); err == nil {
+		t.Fatal("the failed mark was not reported")
 	}
-	// A crash before MarkDispatched: the same events come back.
-	clear(w.outbox.dispatched)
+	w.store.Fault(nil)
 	if _, err := w.d.DispatchOnce(ctx); err != nil {
 		t.Fatalf("second dispatch: %v", err)
 	}
-	if len(w.starter.started) != 2 || len(w.hooks.attempts) != 2 || len(w.outbox.dispatched) != 2 {
+	dispatched := 0
+	for _, e := range es {
+		if w.isDispatched(e.ID) {
+			dispatched++
+		}
+	}
+	if len(w.starter.started) != 2 || len(w.calls.Attempts()) != 2 || dispatched != 2 {
 		t.Fatalf("started %d, skipped rows %d, dispatched %d; want 2 each",
-			len(w.starter.started), len(w.hooks.attempts), len(w.outbox.dispatched))
+			len(w.starter.started), len(w.calls.Attempts()), dispatched)
 	}
 	if n := w.metrics.startedCount(); n != 2 {
 		t.Errorf("counted %d workflows started, want 2: a start refused as already started is not one", n)
@@ -147,7 +205,7 @@ func TestDispatchContinuesTheEventsTrace(t *testing.T) {
 	w := newWorld(Config{Batch: 10})
 	var mu sync.Mutex
 	var seen []string
-	w.d = New(Config{Batch: 10}, Deps{Outbox: w.outbox, Webhooks: w.hooks, Starter: w.starter, Clock: w.clock,
+	w.d = New(Config{Batch: 10}, Deps{Outbox: w.store, Webhooks: w.store, Starter: w.starter, Clock: w.clock,
 		ContinueTrace: func(ctx context.Context, traceParent string) context.Context {
 			mu.Lock()
 			defer mu.Unlock()
@@ -155,7 +213,9 @@ func TestDispatchContinuesTheEventsTrace(t *testing.T) {
 			return ctx
 		}})
 	tp := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	w.outbox.add(furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue, FarmID: w.farm, TraceParent: tp})
+	if _, err := w.store.CreateEvent(context.Background(), furrow.Event{Type: furrow.EventMetricValue, FarmID: w.farm, TraceParent: tp}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +252,7 @@ func TestDispatchTemporalDownGivesEverythingBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range es {
-		if !w.outbox.isDispatched(e.ID) {
+		if !w.isDispatched(e.ID) {
 			t.Errorf("%s lost", e.ID)
 		}
 	}
@@ -206,18 +266,18 @@ func TestDispatchFarmFailureIsolated(t *testing.T) {
 	bad := w.addFarm()
 	badEvents := w.addEventsOf(bad, 2)
 	good := w.addEvents(3)
-	w.hooks.fail = func(farm uuid.UUID) error {
-		if farm == bad {
+	w.store.Fault(func(c memstore.Call) error {
+		if c.Method == "Webhooks" && c.Args[0] == bad {
 			return errors.New("store: list webhooks: permission denied")
 		}
 		return nil
-	}
+	})
 	p, err := w.d.DispatchOnce(context.Background())
 	if err == nil || p.Shared || p.FailedFarms != 1 || p.Dispatched != 3 || p.Released != 2 {
 		t.Fatalf("pass = %+v, %v; want one failed farm, 3 dispatched, 2 given back", p, err)
 	}
 	for _, e := range good {
-		if !w.outbox.isDispatched(e.ID) {
+		if !w.isDispatched(e.ID) {
 			t.Errorf("event %s of the healthy farm not dispatched", e.ID)
 		}
 	}
@@ -238,20 +298,20 @@ func TestDispatchFarmFailureIsolated(t *testing.T) {
 	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
 		t.Fatalf("second pass: %v", err)
 	}
-	if last := w.outbox.claims[len(w.outbox.claims)-1]; !containsFarm(last.SkipFarms, bad) {
-		t.Errorf("second claim skipped %v, want the failing farm", last.SkipFarms)
+	if last, _ := w.calls.Last("ClaimEvents"); !slices.Contains(last.Args[0].(furrow.Claim).SkipFarms, bad) {
+		t.Errorf("second claim skipped %v, want the failing farm", last.Args[0].(furrow.Claim).SkipFarms)
 	}
-	if !w.outbox.isDispatched(more[0].ID) {
+	if !w.isDispatched(more[0].ID) {
 		t.Error("the healthy farm's new event waited")
 	}
 	// Once its wait is over the farm is tried again, and a success clears it.
-	w.hooks.fail = nil
+	w.store.Fault(nil)
 	w.clock.Advance(time.Second)
 	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !w.outbox.isDispatched(badEvents[0].ID) || len(w.d.farms) != 0 {
-		t.Fatalf("recovered farm: dispatched %v, left aside %v", w.outbox.isDispatched(badEvents[0].ID), w.d.farms)
+	if !w.isDispatched(badEvents[0].ID) || len(w.d.farms) != 0 {
+		t.Fatalf("recovered farm: dispatched %v, left aside %v", w.isDispatched(badEvents[0].ID), w.d.farms)
 	}
 }
 
@@ -263,29 +323,24 @@ func TestDispatchDatabaseDownGivesBackWhenReachable(t *testing.T) {
 	es := append(w.addEvents(1), w.addEventsOf(w.addFarm(), 1)...)
 	var mu sync.Mutex
 	down := true
-	w.hooks.fail = func(uuid.UUID) error {
+	releases := 0
+	w.store.Fault(func(c memstore.Call) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if down {
+		switch {
+		case c.Method == "Webhooks" && down:
 			return errors.New("store: list webhooks: connection refused")
-		}
-		return nil
-	}
-	releases := 0
-	w.outbox.fail = func(op string) error {
-		if op == "release" {
+		case c.Method == "ReleaseLeases":
 			releases++
 			if releases == 3 {
-				mu.Lock()
 				down = false
-				mu.Unlock()
 			}
 			if releases <= 3 {
 				return errors.New("connection refused")
 			}
 		}
 		return nil
-	}
+	})
 	p, err := w.d.DispatchOnce(context.Background())
 	if err == nil || !p.Shared || p.Released != 2 {
 		t.Fatalf("pass = %+v, %v; want a shared fault, both claims given back", p, err)
@@ -320,13 +375,19 @@ func TestDispatchCallsHaveDeadlines(t *testing.T) {
 	w.addEventsOf(w.addFarm(), 1)
 	w.starter.err = serviceerror.NewUnavailable("down")
 	_, _ = w.d.DispatchOnce(context.Background())
-	for _, op := range []string{"claim", "mark", "release"} {
-		if had, seen := w.outbox.deadlines[op]; !seen || !had {
-			t.Errorf("%s: seen %v, every call with a deadline %v", op, seen, had)
+	for _, op := range []string{"ClaimEvents", "MarkDispatched", "ReleaseLeases"} {
+		if w.calls.Count(op) == 0 {
+			t.Errorf("%s never called", op)
 		}
 	}
-	if w.hooks.noDeadlines != 0 || w.starter.noDeadlines != 0 {
-		t.Errorf("calls without a deadline: %d lookups, %d starts", w.hooks.noDeadlines, w.starter.noDeadlines)
+	// The dispatcher's store calls, not the test's own.
+	for _, c := range w.calls.Calls("ClaimEvents", "RenewLeases", "ReleaseLeases", "MarkDispatched", "Webhooks", "AddAttempt") {
+		if !c.Deadline {
+			t.Errorf("%s called without a deadline", c.Method)
+		}
+	}
+	if w.starter.noDeadlines != 0 {
+		t.Errorf("calls without a deadline: %d starts", w.starter.noDeadlines)
 	}
 }
 
@@ -350,11 +411,7 @@ func TestDispatchRenewsLeasesOfSlowBatch(t *testing.T) {
 	w.starter.block = make(chan struct{})
 	done := make(chan error)
 	go func() { _, err := w.d.DispatchOnce(context.Background()); done <- err }()
-	waitFor(t, func() bool {
-		w.outbox.mu.Lock()
-		defer w.outbox.mu.Unlock()
-		return w.outbox.renewals >= 3
-	})
+	waitFor(t, func() bool { return w.calls.Count("RenewLeases") >= 3 })
 	if w.claimableByAnother(t, e) {
 		t.Fatal("the event's lease was not kept")
 	}
@@ -362,14 +419,10 @@ func TestDispatchRenewsLeasesOfSlowBatch(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	w.outbox.mu.Lock()
-	after := w.outbox.renewals
-	w.outbox.mu.Unlock()
+	after := w.calls.Count("RenewLeases")
 	time.Sleep(200 * time.Millisecond)
-	w.outbox.mu.Lock()
-	defer w.outbox.mu.Unlock()
-	if w.outbox.renewals != after || !w.outbox.dispatched[e.ID] {
-		t.Fatalf("renewals went on after the batch (%d then %d), dispatched %v", after, w.outbox.renewals, w.outbox.dispatched[e.ID])
+	if n := w.calls.Count("RenewLeases"); n != after || !w.isDispatched(e.ID) {
+		t.Fatalf("renewals went on after the batch (%d then %d), dispatched %v", after, n, w.isDispatched(e.ID))
 	}
 }
 
@@ -378,12 +431,7 @@ func TestDispatchLostLeaseStopsBatch(t *testing.T) {
 	w := newWorld(Config{Batch: 10, Lease: 60 * time.Millisecond, StartTimeout: time.Minute})
 	w.addEvents(1)
 	w.starter.block = make(chan struct{}) // only the lost lease ends the wait
-	w.outbox.fail = func(op string) error {
-		if op == "renew" {
-			return errors.New("connection refused")
-		}
-		return nil
-	}
+	w.store.Fault(memstore.Fail(errors.New("connection refused"), "RenewLeases"))
 	p, err := w.d.DispatchOnce(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "renew leases") || !p.Shared {
 		t.Fatalf("pass = %+v, %v; want the lost lease reported", p, err)
@@ -405,10 +453,10 @@ func TestRunDispatchesOnWake(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.d.Run(ctx) }()
-	waitFor(t, func() bool { return w.outbox.claimCount() >= 1 })
+	waitFor(t, func() bool { return w.calls.Count("ClaimEvents") >= 1 })
 	e := w.addEvents(1)[0]
 	w.d.Wake()
-	waitFor(t, func() bool { return w.outbox.isDispatched(e.ID) })
+	waitFor(t, func() bool { return w.isDispatched(e.ID) })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v, want nil after cancel", err)
@@ -418,12 +466,12 @@ func TestRunDispatchesOnWake(t *testing.T) {
 // A dispatcher that keeps failing (here: every webhook lookup) waits before
 // claiming again, even when woken, and says so in its log and metrics.
 func TestRunBacksOffBeforeClaiming(t *testing.T) {
-	w := newWorld(Config{Batch: 10, Sweep: time.Hour})
-	w.outbox.clock = furrow.SystemClock{} // farms are left aside in real time
+	// Farms are left aside in real time.
+	w := newWorldOn(Config{Batch: 10, Sweep: time.Hour}, testclock.New(time.Now()), furrow.SystemClock{})
 	w.d.deps.Clock = furrow.SystemClock{}
 	w.addEvents(1)
 	w.addEventsOf(w.addFarm(), 1)
-	w.hooks.fail = func(uuid.UUID) error { return errors.New("store: list webhooks: permission denied") }
+	w.store.Fault(memstore.Fail(errors.New("store: list webhooks: permission denied"), "Webhooks"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.d.Run(ctx) }()
@@ -438,7 +486,7 @@ func TestRunBacksOffBeforeClaiming(t *testing.T) {
 	}
 	// Work claimed at 0 s and, after a 1 s wait, at about 1 s; then a 2 s
 	// wait. Without the backoff every wake would claim it again.
-	if n := w.outbox.fullClaimCount(); n < 1 || n > 2 {
+	if n := w.fullClaims(); n < 1 || n > 2 {
 		t.Fatalf("%d claims took work in 1.5 s of wakes; want at most 2 with the backoff", n)
 	}
 	if !strings.Contains(w.logs.String(), "dispatch failed; waiting before claiming again") {
@@ -457,7 +505,7 @@ func TestRunGivesClaimsBackOnShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.d.Run(ctx) }()
-	waitFor(t, func() bool { return w.outbox.leased(es[0].ID) })
+	waitFor(t, func() bool { return w.leased(es[0].ID) })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

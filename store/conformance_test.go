@@ -7,8 +7,8 @@ import (
 	"github.com/furrowhq/furrow/store/storetest"
 )
 
-// TestConformance holds the PostgreSQL store to the suites that the fakes
-// of other packages' tests are held to.
+// TestConformance holds the PostgreSQL store to the suites that the
+// in-memory store of other packages' tests (internal/memstore) is held to.
 func TestConformance(t *testing.T) {
 	newSubject := func(t *testing.T, clock furrow.Clock) storetest.Subject {
 		db, _ := newDB(t, clock)

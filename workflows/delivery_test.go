@@ -165,7 +165,7 @@ func TestDeliverySkippedWhenDisabledMidChain(t *testing.T) {
 func TestDeliverySkippedWhenDeleted(t *testing.T) {
 	srv, hits := endpoint(t, 200)
 	f := newFixture(srv.URL, 0)
-	delete(f.store.hooks, f.webhook.ID)
+	f.store.remove(f.webhook)
 	res := runDelivery(t, f, srv.Client(), nil)
 	if res.Outcome != furrow.OutcomeSkipped || hits.Load() != 0 {
 		t.Fatalf("got %+v after %d hits, want skipped without a request", res, hits.Load())

@@ -87,9 +87,7 @@ func record(t *testing.T) {
 
 	run(ctx, t, c, workflows.DeliveryWorkflowID(f.webhook.ID, f.event.ID), f, prefix+"delivery_rejected.json")
 	waitFor(t, func() bool { return len(f.store.Writes()) == 1 })
-	f.store.mu.Lock()
-	f.webhook = f.store.hooks[f.webhook.ID]
-	f.store.mu.Unlock()
+	f.webhook = f.store.webhook(f.webhook.ID)
 	run(ctx, t, c, workflows.RedeliveryWorkflowID(f.webhook.ID, f.event.ID, "1"), f, prefix+"delivery_retried.json")
 	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
 	export(ctx, t, c, workflows.WebhookWorkflowID(f.webhook.ID), prefix+"webhook.json")

@@ -53,7 +53,7 @@ func failed(n int) []signal {
 func TestWebhookDisablesAfterFiveFailedChains(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, failed(5))
-	w := f.store.hooks[f.webhook.ID]
+	w := f.store.webhook(f.webhook.ID)
 	if w.Enabled || w.ConsecutiveFailures != 5 {
 		t.Fatalf("webhook = enabled %v failures %d, want disabled at 5", w.Enabled, w.ConsecutiveFailures)
 	}
@@ -68,7 +68,7 @@ func TestWebhookSuccessRestartsCount(t *testing.T) {
 	sigs := append(failed(4), signal{failed: false})
 	sigs = append(sigs, failed(4)...)
 	runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, sigs)
-	if w := f.store.hooks[f.webhook.ID]; !w.Enabled || w.ConsecutiveFailures != 4 {
+	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 4 {
 		t.Fatalf("webhook = enabled %v failures %d, want enabled at 4", w.Enabled, w.ConsecutiveFailures)
 	}
 }
@@ -92,14 +92,14 @@ func TestWebhookReenableResets(t *testing.T) {
 func TestWebhookStartsFromStoredState(t *testing.T) {
 	f := newFixture("https://example.com", 4)
 	runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, failed(1))
-	if w := f.store.hooks[f.webhook.ID]; w.Enabled || w.ConsecutiveFailures != 5 {
+	if w := f.store.webhook(f.webhook.ID); w.Enabled || w.ConsecutiveFailures != 5 {
 		t.Fatalf("webhook = enabled %v failures %d, want disabled at 5", w.Enabled, w.ConsecutiveFailures)
 	}
 }
 
 func TestWebhookEndsWhenDeleted(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	delete(f.store.hooks, f.webhook.ID)
+	f.store.remove(f.webhook)
 	env := runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, nil)
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("completed %v err %v, want a clean end", env.IsWorkflowCompleted(), env.GetWorkflowError())

@@ -20,7 +20,7 @@ func (e *env) device(name string) (furrow.Device, string) {
 }
 
 // DeviceService checks the furrow.DeviceService contract except
-// MarkOffline, which has its own suite with the delivery engine's fakes.
+// MarkOffline, which package store's own tests check.
 func DeviceService(t *testing.T, newSubject New) {
 	run(t, newSubject, map[string]func(*env){
 		"CreateThenFind": func(e *env) {

@@ -14,8 +14,8 @@ import (
 
 // Outbox checks the furrow.Outbox contract: claims, leases in the claimer's
 // name, renewal, release and marking. It makes its events through Events
-// (CreateEvent only); with Farms and Webhooks set their farms are real ones
-// with a webhook of every type, so that the events wait for the dispatcher.
+// (CreateEvent only) on farms with a webhook of every type, so that the
+// events wait for the dispatcher.
 func Outbox(t *testing.T, newSubject New) {
 	run(t, newSubject, map[string]func(*env){
 		"ClaimOldestFirstUntilLeaseExpires":    claimOldestFirst,
@@ -27,14 +27,10 @@ func Outbox(t *testing.T, newSubject New) {
 	})
 }
 
-// pendingFarm returns a farm whose events wait for the dispatcher: with
-// Farms and Webhooks, a new farm with a webhook of every type; otherwise
-// (a fake outbox knows no farms) a fresh id.
+// pendingFarm returns a farm whose events wait for the dispatcher: a new
+// farm with a webhook of every type.
 func (e *env) pendingFarm() uuid.UUID {
 	e.t.Helper()
-	if e.Farms == nil || e.Webhooks == nil {
-		return uuid.New()
-	}
 	f, _ := e.farm()
 	e.webhook(f.ID)
 	return f.ID

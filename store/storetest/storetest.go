@@ -1,9 +1,9 @@
 // Package storetest holds the conformance suites of the service interfaces
 // of package furrow. Each suite states, as tests, what the interface's doc
 // comments promise; it runs against the PostgreSQL store (from package
-// store's tests) and against every hand-written fake that stands in for the
-// store in another package's tests, so that a fake cannot drift from the
-// real thing.
+// store's tests) and against the in-memory store of package
+// internal/memstore that stands in for it in other packages' tests, so that
+// the stand-in cannot drift from the real thing.
 //
 // A suite takes a New function that returns a fresh, empty implementation
 // reading "now" from the given clock. Suites use only the services they
@@ -20,8 +20,7 @@ import (
 	"github.com/furrowhq/furrow/internal/testclock"
 )
 
-// Subject is the implementation under test. A fake sets the services it
-// implements; a suite fails at once when one it needs is nil.
+// Subject is the implementation under test, every service set.
 type Subject struct {
 	Users    furrow.UserService
 	Farms    furrow.FarmService

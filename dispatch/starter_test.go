@@ -1,0 +1,56 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// starter records starts and acts like Temporal on duplicate IDs. block,
+// if set, is waited on (or the call's end) before each start.
+type starter struct {
+	mu          sync.Mutex
+	started     map[string]client.StartWorkflowOptions
+	inputs      map[string]workflows.DeliveryInput
+	err         error
+	block       chan struct{}
+	noDeadlines int
+}
+
+func (s *starter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	if s.block != nil {
+		select {
+		case <-s.block:
+		case <-ctx.Done():
+			return nil, serviceerror.NewCanceled(ctx.Err().Error())
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := ctx.Deadline(); !ok {
+		s.noDeadlines++
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if _, ok := s.started[o.ID]; ok {
+		return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "")
+	}
+	if wf != workflows.DeliveryWorkflowName || len(args) != 1 {
+		return nil, errors.New("unexpected workflow")
+	}
+	s.started[o.ID] = o
+	s.inputs[o.ID] = args[0].(workflows.DeliveryInput)
+	return nil, nil
+}
+
+func (s *starter) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.started)
+}

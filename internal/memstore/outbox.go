@@ -1,0 +1,122 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+// lease is a dispatcher's hold on an event; a zero owner is none.
+type lease struct {
+	owner uuid.UUID
+	until time.Time
+}
+
+// live tells whether the lease holds at now.
+func (l lease) live(now time.Time) bool { return l.owner != uuid.Nil && l.until.After(now) }
+
+// ClaimEvents implements furrow.Outbox.
+func (s *Store) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event, error) {
+	return do(ctx, s, "ClaimEvents", []any{c}, func() ([]furrow.Event, error) {
+		now := s.now()
+		var free []*event
+		for _, e := range s.events {
+			if !e.dispatched && !e.live(now) && !slices.Contains(c.SkipFarms, e.FarmID) {
+				free = append(free, e)
+			}
+		}
+		slices.SortFunc(free, compareEvents)
+		var out []furrow.Event
+		for _, e := range free[:min(max(c.Limit, 0), len(free))] {
+			e.lease = lease{owner: c.Owner, until: now.Add(c.Lease)}
+			out = append(out, e.copied())
+		}
+		return out, nil
+	})
+}
+
+// RenewLeases implements furrow.Outbox: only leases that still hold are
+// renewed.
+func (s *Store) RenewLeases(ctx context.Context, owner uuid.UUID, ids []string, d time.Duration) (int, error) {
+	return do(ctx, s, "RenewLeases", []any{owner, ids, d}, func() (int, error) {
+		es, err := s.outboxEvents(ids)
+		now, n := s.now(), 0
+		for _, e := range es {
+			if !e.dispatched && e.owner == owner && e.live(now) {
+				e.until = now.Add(d)
+				n++
+			}
+		}
+		return n, err
+	})
+}
+
+// ReleaseLeases implements furrow.Outbox.
+func (s *Store) ReleaseLeases(ctx context.Context, owner uuid.UUID, ids []string) (int, error) {
+	return do(ctx, s, "ReleaseLeases", []any{owner, ids}, func() (int, error) {
+		es, err := s.outboxEvents(ids)
+		n := 0
+		for _, e := range es {
+			if !e.dispatched && e.owner == owner {
+				e.lease = lease{}
+				n++
+			}
+		}
+		return n, err
+	})
+}
+
+// MarkDispatched implements furrow.Outbox; unknown ids are ignored.
+func (s *Store) MarkDispatched(ctx context.Context, ids []string) error {
+	_, err := do(ctx, s, "MarkDispatched", []any{ids}, func() (none, error) {
+		es, err := s.outboxEvents(ids)
+		for _, e := range es {
+			e.dispatched, e.lease = true, lease{}
+		}
+		return nil, err
+	})
+	return err
+}
+
+// outboxEvents returns the stored events of ids, or none and EINVALID when
+// an id is malformed.
+func (s *Store) outboxEvents(ids []string) ([]*event, error) {
+	var out []*event
+	for _, id := range ids {
+		if _, err := furrow.ParseEventID(id); err != nil {
+			return nil, err
+		}
+		if e, ok := s.eventIDs[id]; ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// OutboxState is where an event stands in the outbox.
+type OutboxState struct {
+	Dispatched bool
+	// LeaseOwner holds a live lease of the event; uuid.Nil when none does.
+	LeaseOwner uuid.UUID
+}
+
+// OutboxState returns the state of the event id now; false if there is no
+// such event. It is not a call: neither the fault hook nor the observer
+// sees it.
+func (s *Store) OutboxState(id string) (OutboxState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.eventIDs[id]
+	if !ok {
+		return OutboxState{}, false
+	}
+	st := OutboxState{Dispatched: e.dispatched}
+	if !e.dispatched && e.live(s.now()) {
+		st.LeaseOwner = e.owner
+	}
+	return st, true
+}

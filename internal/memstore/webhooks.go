@@ -1,0 +1,178 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+// webhook is a stored webhook.
+type webhook struct{ furrow.Webhook }
+
+// copied returns the webhook with its own copy of the event types; none is
+// an empty list, as the store reads it.
+func (w *webhook) copied() furrow.Webhook {
+	out := w.Webhook
+	out.EventTypes = append([]string{}, w.EventTypes...)
+	return out
+}
+
+// attempt is a row of the delivery log and its place in it.
+type attempt struct {
+	furrow.Attempt
+	seq int64
+}
+
+// CreateWebhook implements furrow.WebhookService; a nil ID gets a new one.
+func (s *Store) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webhook, error) {
+	return do(ctx, s, "CreateWebhook", []any{w}, func() (furrow.Webhook, error) {
+		if w.ID == uuid.Nil {
+			w.ID = uuid.New()
+		}
+		if s.webhook(w.ID) != nil {
+			return furrow.Webhook{}, furrow.Errorf(furrow.ECONFLICT, "A webhook with this id already exists.")
+		}
+		if _, ok := s.farms[w.FarmID]; !ok {
+			return furrow.Webhook{}, notFound("farm")
+		}
+		stored := &webhook{w}
+		stored.EventTypes = slices.Clone(w.EventTypes)
+		s.webhooks = append(s.webhooks, stored)
+		return stored.copied(), nil
+	})
+}
+
+// webhook returns the stored webhook id, or nil.
+func (s *Store) webhook(id uuid.UUID) *webhook {
+	i := slices.IndexFunc(s.webhooks, func(w *webhook) bool { return w.ID == id })
+	if i < 0 {
+		return nil
+	}
+	return s.webhooks[i]
+}
+
+// Webhook implements furrow.WebhookService.
+func (s *Store) Webhook(ctx context.Context, farmID, id uuid.UUID) (furrow.Webhook, error) {
+	return do(ctx, s, "Webhook", []any{farmID, id}, func() (furrow.Webhook, error) {
+		w := s.webhook(id)
+		if w == nil || w.FarmID != farmID {
+			return furrow.Webhook{}, notFound("webhook")
+		}
+		return w.copied(), nil
+	})
+}
+
+// WebhookByID implements furrow.WebhookService.
+func (s *Store) WebhookByID(ctx context.Context, id uuid.UUID) (furrow.Webhook, error) {
+	return do(ctx, s, "WebhookByID", []any{id}, func() (furrow.Webhook, error) {
+		w := s.webhook(id)
+		if w == nil {
+			return furrow.Webhook{}, notFound("webhook")
+		}
+		return w.copied(), nil
+	})
+}
+
+// Webhooks implements furrow.WebhookService.
+func (s *Store) Webhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhook, error) {
+	return do(ctx, s, "Webhooks", []any{farmID}, func() ([]furrow.Webhook, error) {
+		var out []furrow.Webhook
+		for _, w := range s.webhooks {
+			if w.FarmID == farmID {
+				out = append(out, w.copied())
+			}
+		}
+		return out, nil
+	})
+}
+
+// DeleteWebhook implements furrow.WebhookService. Its attempts stay.
+func (s *Store) DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error {
+	_, err := do(ctx, s, "DeleteWebhook", []any{farmID, id}, func() (none, error) {
+		n := len(s.webhooks)
+		s.webhooks = slices.DeleteFunc(s.webhooks, func(w *webhook) bool { return w.ID == id && w.FarmID == farmID })
+		if len(s.webhooks) == n {
+			return nil, notFound("webhook")
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// SetWebhookState implements furrow.WebhookService.
+func (s *Store) SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error {
+	_, err := do(ctx, s, "SetWebhookState", []any{id, enabled, failures}, func() (none, error) {
+		w := s.webhook(id)
+		if w == nil {
+			return nil, notFound("webhook")
+		}
+		w.Enabled, w.ConsecutiveFailures = enabled, failures
+		return nil, nil
+	})
+	return err
+}
+
+// AddAttempt implements furrow.WebhookService. A zero AtMs is the clock's
+// now and a nil DeliveryID a new one; the attempt's webhook need not exist.
+func (s *Store) AddAttempt(ctx context.Context, a furrow.Attempt) error {
+	_, err := do(ctx, s, "AddAttempt", []any{a}, func() (none, error) {
+		if _, err := furrow.ParseEventID(a.EventID); err != nil {
+			return nil, err
+		}
+		if a.AtMs == 0 {
+			a.AtMs = s.nowMs()
+		}
+		if a.DeliveryID == uuid.Nil {
+			a.DeliveryID = uuid.New()
+		}
+		if slices.ContainsFunc(s.attempts, func(o attempt) bool {
+			return o.DeliveryID == a.DeliveryID && o.WebhookID == a.WebhookID && o.AtMs == a.AtMs
+		}) {
+			return nil, furrow.Errorf(furrow.ECONFLICT, "This attempt is already recorded.")
+		}
+		s.attempts = append(s.attempts, attempt{a, s.next()})
+		return nil, nil
+	})
+	return err
+}
+
+// Attempts implements furrow.WebhookService; a limit of 0 or less lists
+// every attempt.
+func (s *Store) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]furrow.Attempt, error) {
+	return do(ctx, s, "Attempts", []any{webhookID, limit}, func() ([]furrow.Attempt, error) {
+		var as []attempt
+		for _, a := range s.attempts {
+			if a.WebhookID == webhookID {
+				as = append(as, a)
+			}
+		}
+		slices.SortFunc(as, func(a, b attempt) int {
+			return -cmp.Or(cmp.Compare(a.AtMs, b.AtMs), cmp.Compare(a.seq, b.seq))
+		})
+		var out []furrow.Attempt
+		for _, a := range as {
+			if limit > 0 && len(out) == limit {
+				break
+			}
+			out = append(out, a.Attempt)
+		}
+		return out, nil
+	})
+}
+
+// PruneAttempts implements furrow.WebhookService: like the store, which
+// drops whole days, it removes the attempts of the days (UTC) that end at
+// or before before.
+func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
+	return do(ctx, s, "PruneAttempts", []any{before}, func() (int64, error) {
+		cut := furrow.Millis(before.UTC().Truncate(24 * time.Hour))
+		n := len(s.attempts)
+		s.attempts = slices.DeleteFunc(s.attempts, func(a attempt) bool { return a.AtMs < cut })
+		return int64(n - len(s.attempts)), nil
+	})
+}
