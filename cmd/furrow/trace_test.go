@@ -17,7 +17,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/furrowhq/furrow/bench"
+	"github.com/furrowhq/furrow/internal/bench"
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/telemetry"

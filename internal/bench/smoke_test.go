@@ -34,7 +34,7 @@ func furrowBinary(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(dir, "furrow")
-		out, err := exec.Command("go", "build", "-o", binary, "../cmd/furrow").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binary, "../../cmd/furrow").CombinedOutput()
 		if err != nil {
 			buildErr = &buildError{out: out, err: err}
 		}
