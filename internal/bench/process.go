@@ -2,15 +2,10 @@ package bench
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 

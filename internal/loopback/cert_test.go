@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +32,7 @@ func TestSelfSignedServesLoopback(t *testing.T) {
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{loaded.TLS()}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusting client's failed handshake
 	srv.StartTLS()
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.Pool()}}}
@@ -61,13 +64,13 @@ func TestIssueChainsToParent(t *testing.T) {
 	}
 	now := time.Now()
 	leaf, err := Issue(&x509.Certificate{
-		Subject: pkix.Name{CommonName: "device:1"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		Subject: pkix.Name{CommonName: "server"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}, ca)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	opts := x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	if _, err := leaf.Leaf.Verify(opts); err != nil {
 		t.Errorf("issued certificate does not verify: %v", err)
 	}
