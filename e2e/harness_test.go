@@ -1,21 +1,19 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/furrowhq/furrow/internal/loopback"
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 )
@@ -23,12 +21,11 @@ import (
 // freeAddr returns a loopback address with a port nobody listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // newDatabase returns the URL of a fresh, migrated database for t.
@@ -36,43 +33,28 @@ func newDatabase(t *testing.T) string {
 	return testenv.NewDatabase(t, testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate})
 }
 
-// furrow is one running furrow process.
+// furrow is a furrow API the test talks to: a process it started, or
+// one of a cluster, which has no process (p is nil).
 type furrow struct {
 	t   *testing.T
-	cmd *exec.Cmd
 	URL string
 	// MetricsURL is the process's GET /metrics, on its own port.
 	MetricsURL string
-	env        []string
-	mu         sync.Mutex
-	stdout     bytes.Buffer
-	stderr     bytes.Buffer
-	exited     chan struct{}
-}
-
-func (f *furrow) Write(p []byte) (int, error) { // stderr sink
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stderr.Write(p)
+	p          *loopback.Process
 }
 
 // Stdout returns what the process printed so far.
-func (f *furrow) Stdout() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stdout.String()
-}
+func (f *furrow) Stdout() string { return f.p.Stdout() }
 
 // Logs returns what the process logged so far.
-func (f *furrow) Logs() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stderr.String()
-}
+func (f *furrow) Logs() string { return f.p.Logs() }
 
-// start runs `furrow <command>` with env added to a minimal environment and
-// waits until /healthz answers. The process is stopped when t ends, and its
-// logs are shown if t failed.
+// Stop interrupts the process and waits for a clean exit.
+func (f *furrow) Stop() { f.p.Stop() }
+
+// start runs `furrow <command>` with env added to this process's
+// environment and waits until /healthz answers. The process is stopped
+// when t ends, and its output is shown if t failed.
 func start(t *testing.T, command string, env map[string]string) *furrow {
 	t.Helper()
 	f := launch(t, command, env)
@@ -83,93 +65,34 @@ func start(t *testing.T, command string, env map[string]string) *furrow {
 // launch runs `furrow <command>` like start, without waiting for it.
 func launch(t *testing.T, command string, env map[string]string) *furrow {
 	t.Helper()
-	addr := freeAddr(t)
-	full := append(os.Environ(), "FURROW_HTTP_ADDR="+addr)
+	full := append(os.Environ(), "FURROW_HTTP_ADDR="+freeAddr(t))
 	for k, v := range env {
 		full = append(full, k+"="+v)
 	}
-	return launchBinary(t, binary, command, "http://"+addr, full)
+	return launchBinary(t, binary, command, full)
 }
 
-// launchBinary runs `bin command` with exactly the environment env; url is
-// where its API listens. Unless env sets FURROW_METRICS_ADDR, the metrics
-// listener gets a free port of its own, so that processes never collide on
-// the default one.
-func launchBinary(t *testing.T, bin, command, url string, env []string) *furrow {
+// launchBinary runs `bin command` with exactly the environment env; the
+// API and metrics listeners get free ports unless env names them.
+func launchBinary(t *testing.T, bin, command string, env []string) *furrow {
 	t.Helper()
-	metrics := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "FURROW_METRICS_ADDR="); ok {
-			metrics = v
-		}
-	}
-	if metrics == "" {
-		metrics = freeAddr(t)
-		env = append(env, "FURROW_METRICS_ADDR="+metrics)
-	}
-	f := &furrow{t: t, URL: url, MetricsURL: "http://" + metrics + "/metrics", env: env, exited: make(chan struct{})}
-	f.cmd = exec.Command(bin, command)
-	f.cmd.Env = f.env
-	f.cmd.Stderr = f
-	out, err := f.cmd.StdoutPipe()
+	p, err := loopback.Start(loopback.Command{Binary: bin, Args: []string{command}, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			f.mu.Lock()
-			f.stdout.WriteString(sc.Text() + "\n")
-			f.mu.Unlock()
-		}
-	}()
-	go func() { _ = f.cmd.Wait(); close(f.exited) }()
 	t.Cleanup(func() {
-		f.Stop()
+		p.Stop()
 		if t.Failed() {
-			t.Logf("furrow %s stdout:\n%s\nlogs:\n%s", command, f.Stdout(), f.Logs())
+			t.Logf("furrow %s stdout:\n%s\nlogs:\n%s", command, p.Stdout(), p.Logs())
 		}
 	})
-	return f
+	return &furrow{t: t, URL: p.URL, MetricsURL: p.MetricsURL, p: p}
 }
 
 func (f *furrow) waitHealthy(limit time.Duration) {
 	f.t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		select {
-		case <-f.exited:
-			f.t.Fatalf("furrow exited early:\n%s", f.Logs())
-		default:
-		}
-		resp, err := http.Get(f.URL + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	f.t.Fatalf("furrow did not become healthy in %s:\n%s", limit, f.Logs())
-}
-
-// Stop sends SIGTERM and waits for a clean exit.
-func (f *furrow) Stop() {
-	select {
-	case <-f.exited:
-		return
-	default:
-	}
-	_ = f.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-f.exited:
-	case <-time.After(20 * time.Second):
-		_ = f.cmd.Process.Kill()
-		<-f.exited
+	if err := f.p.WaitHealthy(context.Background(), limit); err != nil {
+		f.t.Fatalf("furrow: %v:\n%s", err, f.Logs())
 	}
 }
 

@@ -51,11 +51,11 @@ func TestImageBuild(t *testing.T) {
 		t.Fatalf("migrate on an empty database: %v\n%s", err, out)
 	}
 	addr := freeAddr(t)
-	serve := launchBinary(t, bin, "serve", "http://"+addr, settings("FURROW_HTTP_ADDR="+addr,
+	serve := launchBinary(t, bin, "serve", settings("FURROW_HTTP_ADDR="+addr,
 		"FURROW_TEMPORAL_ADDRESS="+tmp.Address, "FURROW_TEMPORAL_NAMESPACE="+tmp.Namespace))
 	serve.waitHealthy(60 * time.Second)
 	waddr := freeAddr(t)
-	worker := launchBinary(t, bin, "worker", "http://"+waddr, settings("FURROW_HTTP_ADDR="+waddr,
+	worker := launchBinary(t, bin, "worker", settings("FURROW_HTTP_ADDR="+waddr,
 		"FURROW_TEMPORAL_ADDRESS="+tmp.Address, "FURROW_TEMPORAL_NAMESPACE="+tmp.Namespace))
 	waitFor(t, 60*time.Second, func() bool { return strings.Contains(worker.Logs(), "worker started") })
 	for _, probe := range []string{worker.URL + "/healthz", worker.URL + "/readyz", serve.URL + "/readyz"} {

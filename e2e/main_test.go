@@ -6,9 +6,9 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/furrowhq/furrow/internal/loopback"
 )
 
 // binary is the furrow binary built for this test run.
@@ -20,11 +20,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "furrow")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/furrow")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: building furrow:", err)
+	if binary, err = loopback.BuildFurrow(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

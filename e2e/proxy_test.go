@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/furrowhq/furrow/internal/loopback"
 	"github.com/furrowhq/furrow/internal/testenv"
 )
 
@@ -129,56 +125,32 @@ func deviceCerts(t *testing.T, args ...string) {
 // its certificate and key files.
 func expiredCert(t *testing.T, dir, device string) []string {
 	t.Helper()
-	ca, err := tls.LoadX509KeyPair(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(ca.Certificate[0])
+	ca, err := loopback.LoadCert(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano()),
-		Subject:      pkix.Name{CommonName: "device:" + device},
-		NotBefore:    now.Add(-48 * time.Hour),
-		NotAfter:     now.Add(-time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	return writeCert(t, filepath.Join(dir, "expired"), tmpl, caCert, ca.PrivateKey)
+	return writeCert(t, filepath.Join(dir, "expired"), &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "device:" + device},
+		NotBefore:   now.Add(-48 * time.Hour),
+		NotAfter:    now.Add(-time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca)
 }
 
-// writeCert signs tmpl with parent (self-signed when parent is nil) and
-// writes base.pem and base.key.
-func writeCert(t *testing.T, base string, tmpl, parent *x509.Certificate, parentKey any) []string {
+// writeCert issues tmpl signed by parent and writes base.pem and base.key.
+func writeCert(t *testing.T, base string, tmpl *x509.Certificate, parent *loopback.Cert) []string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if parent == nil {
-		parent, parentKey = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	c, err := loopback.Issue(tmpl, parent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := []string{base + ".pem", base + ".key"}
-	write(t, files[0], pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	write(t, files[1], pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
-	return files
-}
-
-func write(t *testing.T, name string, b []byte) {
-	t.Helper()
-	if err := os.WriteFile(name, b, 0o600); err != nil {
+	if err := c.WriteFiles(files[0], files[1]); err != nil {
 		t.Fatal(err)
 	}
+	return files
 }
 
 // proxy is a running HAProxy with the shipped configuration.
@@ -195,29 +167,23 @@ func (p *proxy) logs() string { return p.output.String() }
 // waits until it sees furrow ready.
 func startProxy(t *testing.T, haproxy, dir, deviceCA, upstream string) *proxy {
 	t.Helper()
-	serverCA := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "proxy test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caFiles := writeCert(t, filepath.Join(dir, "server-ca"), serverCA, nil, nil)
-	ca, err := tls.LoadX509KeyPair(caFiles[0], caFiles[1])
+	ca, err := loopback.SelfSigned("proxy test CA", 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, _ := x509.ParseCertificate(ca.Certificate[0])
 	srv := writeCert(t, filepath.Join(dir, "server"), &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		Subject:   pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, caCert, ca.PrivateKey)
+	}, ca)
 	bundle := filepath.Join(dir, "server-bundle.pem")
-	write(t, bundle, append(read(t, srv[0]), read(t, srv[1])...))
+	if err := os.WriteFile(bundle, append(read(t, srv[0]), read(t, srv[1])...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	addr := freeAddr(t)
-	p := &proxy{URL: "https://" + addr, roots: x509.NewCertPool()}
-	p.roots.AddCert(caCert)
+	p := &proxy{URL: "https://" + addr, roots: ca.Pool()}
 	cmd := exec.Command(haproxy, "-db", "-f", proxyConfig)
 	cmd.Env = []string{
 		"PROXY_BIND=" + addr, "PROXY_CERT=" + bundle, "PROXY_DEVICE_CA=" + deviceCA,

@@ -13,7 +13,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/furrowhq/furrow/bench"
+	"github.com/furrowhq/furrow/internal/bench"
 )
 
 // runBench handles `furrow bench baseline|ingest|delivery`; BENCHMARKS.md

@@ -17,7 +17,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/furrowhq/furrow/bench"
+	"github.com/furrowhq/furrow/internal/loopback"
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/telemetry"
@@ -180,7 +180,7 @@ func post(t *testing.T, url, bearer string, body any, want int) {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	addr, err := bench.FreeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/furrowhq/furrow/internal/loopback"
 )
 
 type config struct {
@@ -99,6 +101,20 @@ func run(ctx context.Context, cfg config, out io.Writer, log *slog.Logger) error
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// selfSigned makes a certificate for localhost, 127.0.0.1 and ::1, valid
+// for a year, and writes it as PEM to caPath so Furrow can trust it through
+// FURROW_WEBHOOK_CA_FILE. The key stays in memory.
+func selfSigned(caPath string) (tls.Certificate, error) {
+	cert, err := loopback.SelfSigned("furrow example receiver", 365*24*time.Hour)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := cert.WriteFiles(caPath, ""); err != nil {
+		return tls.Certificate{}, fmt.Errorf("receiver: %w", err)
+	}
+	return cert.TLS(), nil
 }
 
 // configureTLS reports whether srv serves HTTPS, installing a self-signed

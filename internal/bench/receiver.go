@@ -1,18 +1,9 @@
 package bench
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
-	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/furrowhq/furrow/internal/loopback"
 	"github.com/furrowhq/furrow/webhook"
 )
 
@@ -118,51 +110,25 @@ func (r *Receiver) received() int64 {
 	return int64(len(r.seen))
 }
 
+// loadOrCreateCert loads the certificate kept in dir, first making a
+// self-signed one for loopback if there is none.
 func loadOrCreateCert(dir string) (tls.Certificate, error) {
 	certFile, keyFile := filepath.Join(dir, receiverCert), filepath.Join(dir, receiverKey)
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err == nil || !errors.Is(err, os.ErrNotExist) {
-		return cert, err
+	cert, err := loopback.LoadCert(certFile, keyFile)
+	if err == nil {
+		return cert.TLS(), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return tls.Certificate{}, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return tls.Certificate{}, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	if cert, err = loopback.SelfSigned("furrow bench receiver", 10*365*24*time.Hour); err != nil {
 		return tls.Certificate{}, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "furrow bench receiver"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
+	if err := cert.WriteFiles(certFile, keyFile); err != nil {
 		return tls.Certificate{}, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
-		return tls.Certificate{}, err
-	}
-	if err := writePEM(keyFile, "EC PRIVATE KEY", keyDER); err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.LoadX509KeyPair(certFile, keyFile)
-}
-
-func writePEM(path, typ string, der []byte) error {
-	b := pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return cert.TLS(), nil
 }

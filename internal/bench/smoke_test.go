@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/loopback"
 	"github.com/furrowhq/furrow/internal/testenv"
 )
 
@@ -33,24 +33,13 @@ func furrowBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binary = filepath.Join(dir, "furrow")
-		out, err := exec.Command("go", "build", "-o", binary, "../cmd/furrow").CombinedOutput()
-		if err != nil {
-			buildErr = &buildError{out: out, err: err}
-		}
+		binary, buildErr = loopback.BuildFurrow(dir)
 	})
 	if buildErr != nil {
-		t.Fatalf("build furrow: %v", buildErr)
+		t.Fatal(buildErr)
 	}
 	return binary
 }
-
-type buildError struct {
-	out []byte
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
 
 // runBench runs `furrow bench args... --json` and decodes its output into v.
 func runBench(t *testing.T, v any, args ...string) {

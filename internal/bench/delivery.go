@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/furrowhq/furrow/internal/loopback"
 )
 
 // DeliveryConfig sets up a delivery run.
@@ -132,8 +134,8 @@ func startDev(ctx context.Context, cfg DeliveryConfig, caFile string, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	frontend, err1 := FreeAddr()
-	ui, err2 := FreeAddr()
+	frontend, err1 := loopback.FreeAddr()
+	ui, err2 := loopback.FreeAddr()
 	if err1 != nil || err2 != nil {
 		os.RemoveAll(dataDir)
 		return nil, fmt.Errorf("no free port for Temporal")

@@ -52,15 +52,6 @@ func TestReadMemoryOfSelf(t *testing.T) {
 	}
 }
 
-func TestTailKeepsTheEnd(t *testing.T) {
-	tl := &tail{max: 5}
-	_, _ = tl.Write([]byte("abc"))
-	_, _ = tl.Write([]byte("defg"))
-	if got := tl.String(); got != "cdefg" {
-		t.Errorf("tail = %q", got)
-	}
-}
-
 func TestPaceRateStopsAtEnd(t *testing.T) {
 	p := newPace(time.Second, 10)
 	p.end = p.start // The run is already over.
