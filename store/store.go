@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,8 +23,9 @@ import (
 type Options struct {
 	// Clock gives "now" for every stored time; default furrow.SystemClock.
 	Clock furrow.Clock
-	// MaxConns bounds the pool; default 16. It is raised to leave the
-	// reading writers room beside other queries.
+	// MaxConns bounds the pool; default 16, or the database URL's
+	// pool_max_conns when it names one. It is raised to leave the reading
+	// writers room beside other queries.
 	MaxConns int32
 	// Logger receives store diagnostics; default slog.Default().
 	Logger *slog.Logger
@@ -94,12 +96,15 @@ var (
 // succeeds while PostgreSQL is down (Ping reports it); it fails only on an
 // unparsable URL. The caller must Close the DB.
 func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
-	opts = opts.withDefaults()
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		// The parse error may quote the URL and with it a password.
 		return nil, fmt.Errorf("store: invalid database URL")
 	}
+	if opts.MaxConns == 0 && strings.Contains(databaseURL, "pool_max_conns") {
+		opts.MaxConns = cfg.MaxConns // the operator sized the pool in the URL
+	}
+	opts = opts.withDefaults()
 	cfg.MaxConns = max(opts.MaxConns, int32(opts.Writers)+4)
 	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
 	cfg.ConnConfig.DialFunc = tcpdial.Dialer(opts.ConnectTimeout, opts.DeadConnTimeout).DialContext

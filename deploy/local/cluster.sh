@@ -20,6 +20,18 @@
 #   CLUSTER_FURROW_BIN a furrow binary to use instead of building one
 #   CLUSTER_SERVES / CLUSTER_WORKERS  how many of each             [2 / 2]
 #   CLUSTER_TEMPORAL_GOGC  GOGC of the Temporal server                [400]
+#   CLUSTER_TEMPORAL_MAXCONNS / CLUSTER_VISIBILITY_MAXCONNS
+#                      maxConns of Temporal's default and visibility stores,
+#                      per Temporal service                               [20 / 10]
+#   CLUSTER_FURROW_POOL  connection pool of each serve and worker         [16]
+#
+# Connection budget: `up` refuses to start when PostgreSQL cannot hold every
+# pool at once (a starved pool waits instead of failing, and the topology
+# then delivers a fraction of its rate without saying why). It needs
+#   4 Temporal services x (TEMPORAL_MAXCONNS + VISIBILITY_MAXCONNS)
+#   + (serves + workers) x FURROW_POOL + 10 headroom (migrate, admin, psql)
+# below max_connections - superuser_reserved_connections - connections in
+# use: with the defaults 4 x 30 + 4 x 16 + 10 = 194.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -53,6 +65,39 @@ free_port() {
       return
     fi
   done
+}
+
+TEMPORAL_MAXCONNS=${CLUSTER_TEMPORAL_MAXCONNS:-20}
+VISIBILITY_MAXCONNS=${CLUSTER_VISIBILITY_MAXCONNS:-10}
+FURROW_POOL=${CLUSTER_FURROW_POOL:-16}
+TEMPORAL_SERVICES=4 # frontend, history, matching, worker: each opens its own pools
+BUDGET_HEADROOM=10
+
+# check_budget refuses to go on when PostgreSQL cannot hold the topology's
+# connections; it names the setting and the numbers.
+check_budget() {
+  local serves=$1 workers=$2 temporal furrow need line max reserved used free
+  temporal=$((TEMPORAL_SERVICES * (TEMPORAL_MAXCONNS + VISIBILITY_MAXCONNS)))
+  furrow=$(((serves + workers) * FURROW_POOL))
+  need=$((temporal + furrow + BUDGET_HEADROOM))
+  command -v psql >/dev/null || {
+    say "psql not found: cannot check PostgreSQL's max_connections against the $need connections this topology needs"
+    return 0
+  }
+  line=$(PGPASSWORD=$PGPASSWORD_ psql -h "$PGHOST_" -p "$PGPORT_" -U "$PGUSER_" -d postgres -Atc \
+    "SELECT current_setting('max_connections') || ' ' || current_setting('superuser_reserved_connections') || ' ' || (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')" 2>&1) ||
+    die "cannot reach PostgreSQL at $PGHOST_:$PGPORT_ to check its connection budget: $line"
+  read -r max reserved used <<<"$line"
+  free=$((max - reserved - used))
+  if ((need > free)); then
+    die "PostgreSQL max_connections is $max ($reserved reserved for superusers, $used in use): this topology needs $need connections, $((need - free)) more than are free.
+  Temporal: $TEMPORAL_SERVICES services x (maxConns $TEMPORAL_MAXCONNS + visibility $VISIBILITY_MAXCONNS) = $temporal
+  Furrow:   $((serves + workers)) processes ($serves serve, $workers worker) x pool $FURROW_POOL = $furrow
+  headroom: $BUDGET_HEADROOM
+Raise max_connections to at least $((need + reserved + used)) (ALTER SYSTEM SET max_connections = $((((need + reserved + used + 49) / 50) * 50)); then restart PostgreSQL),
+or lower CLUSTER_SERVES, CLUSTER_WORKERS, CLUSTER_FURROW_POOL or CLUSTER_TEMPORAL_MAXCONNS."
+  fi
+  say "connection budget: $need of $free free connections (max_connections $max): Temporal $temporal, Furrow $furrow, headroom $BUDGET_HEADROOM"
 }
 
 sql_tool() { "$TBIN/temporal-sql-tool" --plugin postgres12 --ep "$PGHOST_" -p "$PGPORT_" -u "$PGUSER_" --pw "$PGPASSWORD_" "$@"; }
@@ -112,8 +157,8 @@ persistence:
         connectProtocol: tcp
         user: "$PGUSER_"
         password: "$PGPASSWORD_"
-        maxConns: 20
-        maxIdleConns: 20
+        maxConns: $TEMPORAL_MAXCONNS
+        maxIdleConns: $TEMPORAL_MAXCONNS
         maxConnLifetime: 1h
     visibility:
       sql:
@@ -123,8 +168,8 @@ persistence:
         connectProtocol: tcp
         user: "$PGUSER_"
         password: "$PGPASSWORD_"
-        maxConns: 10
-        maxIdleConns: 10
+        maxConns: $VISIBILITY_MAXCONNS
+        maxIdleConns: $VISIBILITY_MAXCONNS
         maxConnLifetime: 1h
 global:
   membership:
@@ -208,7 +253,7 @@ start_process() {
     (
       # shellcheck disable=SC1091
       source "$RUN/furrow.env"
-      export FURROW_DATABASE_URL=$FURROW_URL FURROW_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" \
+      export FURROW_DATABASE_URL="$FURROW_URL&pool_max_conns=$FURROW_POOL" FURROW_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" \
         FURROW_TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT" FURROW_HTTP_ADDR="127.0.0.1:$port"
       if [[ ${FURROW_METRICS_ADDR:-} != off ]]; then
         export FURROW_METRICS_ADDR="127.0.0.1:$mport"
@@ -299,6 +344,7 @@ print_addresses() {
 
 up() {
   [[ -f $STATE ]] && die "already up (state in $RUN); run down first"
+  check_budget "${CLUSTER_SERVES:-2}" "${CLUSTER_WORKERS:-2}"
   mkdir -p "$RUN/logs"
   rm -f "$RUN"/logs/*.log
   temporal_bins
