@@ -16,6 +16,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/tcpdial"
+	"github.com/furrowhq/furrow/keyring"
 )
 
 // Options tunes a DB. Zero values select the defaults.
@@ -45,6 +46,10 @@ type Options struct {
 	DeadConnTimeout time.Duration
 	// Metrics is told of every group-commit transaction; nil: nobody.
 	Metrics IngestMetrics
+	// Keys seals webhook secrets at rest: its first key seals new ones,
+	// every key opens. Nil stores new secrets unsealed; sealed ones then do
+	// not open.
+	Keys *keyring.Ring
 }
 
 // IngestMetrics records group commits: rows readings in one transaction,
@@ -70,6 +75,7 @@ type DB struct {
 	attemptParts *dayPartitions
 	readingParts *dayPartitions
 	obs          IngestMetrics
+	keys         *keyring.Ring
 }
 
 // Compile-time checks that DB implements the service interfaces.
@@ -103,7 +109,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
 	}
-	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics,
+	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics, keys: opts.Keys,
 		attemptParts: &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
 		readingParts: &dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
 	}
