@@ -12,7 +12,9 @@ import (
 )
 
 // key returns a deterministic test key made of byte b.
-func key(b byte) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, keyring.KeySize)) }
+func key(b byte) string {
+	return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, keyring.KeySize))
+}
 
 func TestParse(t *testing.T) {
 	k1, k2 := key(1), key(2)

@@ -103,6 +103,7 @@ func (s *server) watch(m *telemetry.Metrics) {
 		Connections: func() int { return s.live.Stats().Open },
 	})
 	m.WatchOutbox(s.db, s.log)
+	watchSecrets(m, s.db, s.log)
 }
 
 // run serves HTTP and dispatches until ctx ends, then shuts down in order:
@@ -153,7 +154,7 @@ func (s *server) run(ctx context.Context) error {
 
 // storeOptions bounds the store's connections as the configuration says.
 func storeOptions(cfg Config, log *slog.Logger) store.Options {
-	return store.Options{Logger: log, ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn}
+	return store.Options{Logger: log, ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn, Keys: cfg.SecretKeys}
 }
 
 func (s *server) close() {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/furrowhq/furrow/keyring"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -44,6 +45,9 @@ type Config struct {
 	// itself. TraceProtocol is OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL.
 	Tracing       bool
 	TraceProtocol string
+	// SecretKeys seals webhook secrets at rest (FURROW_SECRET_KEYS or
+	// FURROW_SECRET_KEYS_FILE); nil stores them unsealed.
+	SecretKeys *keyring.Ring
 }
 
 // Defaults of DESIGN.md's configuration table.
@@ -116,6 +120,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	if c.Bounds, err = loadBounds(getenv); err != nil {
+		return c, err
+	}
+	if c.SecretKeys, err = loadSecretKeys(getenv); err != nil {
 		return c, err
 	}
 	if c.DeviceOfflineAfter < c.DeviceStaleAfter {

@@ -78,6 +78,7 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		return err
 	}
 	defer db.Close()
+	watchSecrets(obs.metrics, db, log)
 	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
 	w, err := newWorker(cfg, obs, log, tc, db)
 	if err != nil {
