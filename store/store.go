@@ -17,6 +17,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/tcpdial"
+	"github.com/furrowhq/furrow/keyring"
 )
 
 // Options tunes a DB. Zero values select the defaults.
@@ -52,6 +53,10 @@ type Options struct {
 	// stores, so that the event's delivery continues the trace of the
 	// request that stored it. Nil keeps none.
 	TraceParent func(ctx context.Context) string
+	// Keys seals webhook secrets at rest: its first key seals new ones,
+	// every key opens. Nil stores new secrets unsealed; sealed ones then do
+	// not open.
+	Keys *keyring.Ring
 }
 
 // IngestMetrics records group commits: rows readings in one transaction,
@@ -78,6 +83,7 @@ type DB struct {
 	readingParts *dayPartitions
 	obs          IngestMetrics
 	traceParent  func(context.Context) string
+	keys         *keyring.Ring
 }
 
 // Compile-time checks that DB implements the service interfaces.
@@ -114,7 +120,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
 	}
-	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics, traceParent: opts.TraceParent,
+	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics, traceParent: opts.TraceParent, keys: opts.Keys,
 		attemptParts: &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
 		readingParts: &dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
 	}

@@ -9,14 +9,20 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-const webhookColumns = "id, farm_id, url, secret, enabled, consecutive_failures, event_types"
+const webhookColumns = "id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types"
 
-func scanWebhook(row pgx.Row) (furrow.Webhook, error) {
+// scanWebhook reads a row of webhookColumns and opens its secret.
+func (db *DB) scanWebhook(row pgx.Row) (furrow.Webhook, error) {
 	var w furrow.Webhook
-	err := row.Scan(&w.ID, &w.FarmID, &w.URL, &w.Secret, &w.Enabled, &w.ConsecutiveFailures, &w.EventTypes)
+	var keyID *string
+	err := row.Scan(&w.ID, &w.FarmID, &w.URL, &w.Secret, &keyID, &w.Enabled, &w.ConsecutiveFailures, &w.EventTypes)
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}
+	if err != nil {
+		return w, err
+	}
+	w.Secret, err = db.openSecret(w.ID, w.Secret, keyID)
 	return w, err
 }
 
@@ -30,10 +36,11 @@ func (db *DB) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webho
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}
+	stored, keyID := db.sealSecret(w.ID, w.Secret)
 	_, err := db.pool.Exec(ctx, `INSERT INTO webhooks
-		(id, farm_id, url, secret, enabled, consecutive_failures, event_types, created_at_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		w.ID, w.FarmID, w.URL, w.Secret, w.Enabled, w.ConsecutiveFailures, w.EventTypes, db.nowMs())
+		(id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, created_at_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		w.ID, w.FarmID, w.URL, stored, keyID, w.Enabled, w.ConsecutiveFailures, w.EventTypes, db.nowMs())
 	if err != nil {
 		return furrow.Webhook{}, translate(err, "create webhook", "webhook")
 	}
@@ -43,14 +50,14 @@ func (db *DB) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webho
 // Webhook returns the farm's webhook; ENOTFOUND if the farm has no such
 // webhook.
 func (db *DB) Webhook(ctx context.Context, farmID, id uuid.UUID) (furrow.Webhook, error) {
-	w, err := scanWebhook(db.pool.QueryRow(ctx,
+	w, err := db.scanWebhook(db.pool.QueryRow(ctx,
 		"SELECT "+webhookColumns+" FROM webhooks WHERE id = $1 AND farm_id = $2", id, farmID))
 	return w, translate(err, "webhook", "webhook")
 }
 
 // WebhookByID returns a webhook whatever its farm; ENOTFOUND if none.
 func (db *DB) WebhookByID(ctx context.Context, id uuid.UUID) (furrow.Webhook, error) {
-	w, err := scanWebhook(db.pool.QueryRow(ctx, "SELECT "+webhookColumns+" FROM webhooks WHERE id = $1", id))
+	w, err := db.scanWebhook(db.pool.QueryRow(ctx, "SELECT "+webhookColumns+" FROM webhooks WHERE id = $1", id))
 	return w, translate(err, "webhook", "webhook")
 }
 
@@ -58,7 +65,7 @@ func (db *DB) WebhookByID(ctx context.Context, id uuid.UUID) (furrow.Webhook, er
 func (db *DB) Webhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhook, error) {
 	rows, _ := db.pool.Query(ctx,
 		"SELECT "+webhookColumns+" FROM webhooks WHERE farm_id = $1 ORDER BY seq", farmID)
-	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Webhook, error) { return scanWebhook(r) })
+	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Webhook, error) { return db.scanWebhook(r) })
 	if err != nil {
 		return nil, translate(err, "list webhooks", "farm")
 	}

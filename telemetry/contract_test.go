@@ -16,6 +16,7 @@ func TestContract(t *testing.T) {
 	m.WatchFailOpen(func() int64 { return 0 })
 	m.WatchLive(LiveStats{Published: func() uint64 { return 0 }, Dropped: func() uint64 { return 0 }, Connections: func() int { return 0 }})
 	m.WatchOutbox(backlog{}, nil)
+	m.WatchSecrets(&secretStates{}, false, nil)
 	m.HTTP(http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	want := map[string]struct {
 		typ    dto.MetricType
@@ -42,6 +43,8 @@ func TestContract(t *testing.T) {
 		"furrow_dispatch_farm_failures_total":      {dto.MetricType_COUNTER, []string{"cause"}},
 		"furrow_dispatch_leases_released_total":    {dto.MetricType_COUNTER, nil},
 		"furrow_dispatch_backoff_seconds":          {dto.MetricType_GAUGE, nil},
+		"furrow_webhook_secrets":                   {dto.MetricType_GAUGE, []string{"state"}},
+		"furrow_webhook_secrets_sealing":           {dto.MetricType_GAUGE, nil},
 	}
 	mfs, err := m.Registry().Gather()
 	if err != nil {

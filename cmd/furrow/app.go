@@ -106,6 +106,7 @@ func (s *server) watch(m *telemetry.Metrics) {
 		Connections: func() int { return s.live.Stats().Open },
 	})
 	m.WatchOutbox(s.db, s.log)
+	watchSecrets(m, s.db, s.log)
 }
 
 // run serves HTTP and dispatches until ctx ends, then shuts down in order:
@@ -156,7 +157,7 @@ func (s *server) run(ctx context.Context) error {
 
 // storeOptions bounds the store's connections as the configuration says.
 func storeOptions(cfg Config, log *slog.Logger) store.Options {
-	return store.Options{Logger: log, ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn}
+	return store.Options{Logger: log, ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn, Keys: cfg.SecretKeys}
 }
 
 // redisOptions bounds Redis's connections as the store's.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/keyring"
 )
 
 // Config is every setting of the binary, read once from the environment in
@@ -43,6 +44,9 @@ type Config struct {
 	// itself. TraceProtocol is OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL.
 	Tracing       bool
 	TraceProtocol string
+	// SecretKeys seals webhook secrets at rest (FURROW_SECRET_KEYS or
+	// FURROW_SECRET_KEYS_FILE); nil stores them unsealed.
+	SecretKeys *keyring.Ring
 }
 
 // Defaults of DESIGN.md's configuration table.
@@ -105,6 +109,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	if err := c.Bounds.check(); err != nil {
+		return c, err
+	}
+	if c.SecretKeys, err = loadSecretKeys(getenv); err != nil {
 		return c, err
 	}
 	if c.DeviceOfflineAfter < c.DeviceStaleAfter {

@@ -15,12 +15,20 @@ import (
 	"github.com/furrowhq/furrow/temporal"
 )
 
-// runDev runs everything in one process: migrations, an embedded Temporal
+// runDev runs everything in one process: migrations, a key ring kept in
+// the data directory unless one is set, an embedded Temporal
 // (unless FURROW_TEMPORAL_ADDRESS is set), the API, the dispatcher and the
 // worker; on an empty database it seeds a demo owner, farm and device.
 func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logger, stdout io.Writer) error {
 	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	if cfg.SecretKeys == nil {
+		keys, err := devSecretKeys(cfg.DevDataDir, log)
+		if err != nil {
+			return fmt.Errorf("dev key ring: %w", err)
+		}
+		cfg.SecretKeys = keys
 	}
 	uiURL := ""
 	if cfg.TemporalAddress == "" {

@@ -9,7 +9,7 @@ import (
 
 // `furrow <command> --help` succeeds and prints that command's usage once.
 func TestCommandHelp(t *testing.T) {
-	lines := [][]string{{"admin", "create-user"}, {"bench", "ingest"}, {"bench", "baseline"}, {"bench", "delivery"}}
+	lines := [][]string{{"admin", "create-user"}, {"admin", "seal-secrets"}, {"admin", "reseal"}, {"bench", "ingest"}, {"bench", "baseline"}, {"bench", "delivery"}}
 	for name := range commandUsage {
 		lines = append(lines, []string{name})
 	}

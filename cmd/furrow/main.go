@@ -6,6 +6,7 @@
 //	furrow worker                  the Temporal worker
 //	furrow migrate                 apply the database migrations
 //	furrow admin create-user --email E
+//	furrow admin seal-secrets|reseal [--batch N]
 //	furrow bench ingest|baseline|delivery ...
 //	furrow probe URL
 package main
@@ -29,6 +30,8 @@ commands:
   worker                       run the Temporal worker
   migrate                      apply database migrations
   admin create-user --email E  create a user and print {"id","email","token"}
+  admin seal-secrets           seal the webhook secrets stored unsealed (see --help)
+  admin reseal                 re-seal webhook secrets with the key ring's first key (see --help)
   bench ingest|baseline|delivery  measure (see BENCHMARKS.md)
 
 configuration is read from FURROW_* environment variables (see README.md)
@@ -42,7 +45,7 @@ var commandUsage = map[string]string{
 	"serve":   "usage: furrow serve\n\nrun the API and the outbox dispatcher\n",
 	"worker":  "usage: furrow worker\n\nrun the Temporal worker\n",
 	"migrate": "usage: furrow migrate\n\napply the embedded database migrations\n",
-	"admin":   "usage: furrow admin create-user --email E\n\ncreate a user and print {\"id\",\"email\",\"token\"}\n",
+	"admin":   "usage: furrow admin create-user|seal-secrets|reseal [flags]\n\ncreate-user --email E creates a user and prints {\"id\",\"email\",\"token\"};\nseal-secrets and reseal seal the stored webhook secrets; furrow admin <command> --help tells more\n",
 	"bench":   "usage: furrow bench ingest|baseline|delivery [flags]\n\nthe measuring tools of BENCHMARKS.md; furrow bench <tool> --help lists a tool's flags\n",
 	"probe":   "usage: furrow probe URL\n\nexit 0 when URL answers 200 (container health checks)\n",
 }
@@ -66,7 +69,7 @@ func wantsHelp(args []string) bool {
 // hasFlags reports whether the command line names a command with a flag
 // set, which prints its own usage.
 func hasFlags(args []string) bool {
-	return len(args) > 1 && ((args[0] == "admin" && args[1] == "create-user") ||
+	return len(args) > 1 && ((args[0] == "admin" && adminCommands[args[1]] != nil) ||
 		(args[0] == "bench" && !wantsHelp(args[1:2])))
 }
 
@@ -112,7 +115,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	case "migrate":
 		return runMigrate(ctx, cfg, logger)
 	case "admin":
-		return runAdmin(ctx, cfg, args[1:], stdout)
+		return runAdmin(ctx, cfg, args[1:], stdout, logger)
 	case "probe":
 		return runProbe(ctx, args[1:], stdout)
 	case "bench":
@@ -133,6 +136,9 @@ func runService(ctx context.Context, command string, cfg Config, log *slog.Logge
 		return err
 	}
 	defer obs.stop()
+	if command != "dev" {
+		warnUnsealed(cfg, log)
+	}
 	switch command {
 	case "dev":
 		return runDev(ctx, cfg, obs, log, stdout)

@@ -36,6 +36,7 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	}
 	defer db.Close()
 	go warnPoolBudget(ctx, db, log)
+	watchSecrets(obs.metrics, db, log)
 	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
 	w, err := newWorker(cfg, obs, log, tc, db)
 	if err != nil {

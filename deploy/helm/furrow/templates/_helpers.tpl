@@ -24,6 +24,11 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* The Secret holding the key ring: the one given, or the chart's own. */}}
+{{- define "furrow.secretKeysName" -}}
+{{- .Values.secretKeys.existingSecret | default (printf "%s-secret-keys" (include "furrow.fullname" .)) -}}
+{{- end -}}
+
 {{- define "furrow.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
@@ -36,6 +41,9 @@ app.kubernetes.io/component: {{ .component }}
 - name: FURROW_REDIS_URL
   valueFrom:
     secretKeyRef: {name: {{ .Values.secrets.name }}, key: {{ .Values.secrets.redisURLKey }}}
+- name: FURROW_SECRET_KEYS
+  valueFrom:
+    secretKeyRef: {name: {{ include "furrow.secretKeysName" . }}, key: {{ .Values.secretKeys.key }}}
 - name: FURROW_TEMPORAL_ADDRESS
   value: {{ .Values.temporal.address | quote }}
 - name: FURROW_TEMPORAL_NAMESPACE

@@ -1,0 +1,194 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultSealBatch is the number of webhook rows SealSecrets rewrites in
+// one transaction unless told otherwise.
+const DefaultSealBatch = 500
+
+// Bounds of SealSecrets' wait for rows other transactions hold.
+const (
+	sealIdlePause  = 200 * time.Millisecond
+	sealIdlePasses = 50
+)
+
+// SealOptions says what SealSecrets rewrites and how.
+type SealOptions struct {
+	// Reseal also rewrites secrets sealed with a key other than the ring's
+	// first; otherwise only unsealed secrets are sealed.
+	Reseal bool
+	// BatchSize is the rows rewritten per transaction; default
+	// DefaultSealBatch.
+	BatchSize int
+	// Progress, when set, is called after each committed batch with the
+	// running totals.
+	Progress func(SealReport)
+}
+
+// SealReport counts what SealSecrets did.
+type SealReport struct {
+	// KeyID is the ring's first key, which sealed every rewritten secret.
+	KeyID string `json:"key_id"`
+	// Sealed counts secrets that were stored unsealed, Resealed those
+	// sealed with another key.
+	Sealed   int `json:"sealed"`
+	Resealed int `json:"resealed"`
+	// Batches counts the committed transactions that rewrote rows.
+	Batches int `json:"batches"`
+}
+
+// ErrNoKeyRing is returned by SealSecrets on a DB opened without Keys.
+var ErrNoKeyRing = errors.New("store: no key ring is configured, so there is nothing to seal with")
+
+// SealSecrets seals the stored webhook secrets with the key ring's first
+// key: the unsealed ones, and with Reseal also those sealed with another
+// key. It commits every BatchSize rows, locking them with SKIP LOCKED, so
+// that it runs beside serving and delivering processes and beside other
+// runs of itself, and an interrupted run is resumed by running it again.
+// A row another transaction holds is taken up in a later pass; it returns
+// once no row is left to do, or with an error when rows stayed held for
+// sealIdlePasses passes. A secret that does not open stops it with an
+// error naming the webhook and the key.
+func (db *DB) SealSecrets(ctx context.Context, opts SealOptions) (SealReport, error) {
+	if db.keys == nil {
+		return SealReport{}, ErrNoKeyRing
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultSealBatch
+	}
+	rep := SealReport{KeyID: db.keys.Primary()}
+	s := sealer{db: db, opts: opts, rep: &rep}
+	for idle := 0; ; {
+		changed, err := s.pass(ctx)
+		if err != nil {
+			return rep, err
+		}
+		left, err := s.left(ctx)
+		if err != nil || left == 0 {
+			return rep, err
+		}
+		if changed > 0 {
+			idle = 0
+			continue
+		}
+		if idle++; idle >= sealIdlePasses {
+			return rep, fmt.Errorf("store: %d webhook secrets are still to do: their rows stayed held by other transactions, or processes whose first key is another keep writing them; run again", left)
+		}
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case <-time.After(sealIdlePause):
+		}
+	}
+}
+
+// pendingSQL is the condition of a row left to do, with the named
+// arguments of sealer.args.
+const pendingSQL = "(secret_key_id IS NULL OR (@reseal AND secret_key_id <> @key))"
+
+// sealer is one SealSecrets run.
+type sealer struct {
+	db   *DB
+	opts SealOptions
+	rep  *SealReport
+}
+
+// args are the named arguments of pendingSQL.
+func (s *sealer) args() pgx.NamedArgs {
+	return pgx.NamedArgs{"reseal": s.opts.Reseal, "key": s.rep.KeyID}
+}
+
+// pass walks the table once in id order and returns the rows it rewrote.
+func (s *sealer) pass(ctx context.Context) (int, error) {
+	var after uuid.UUID
+	total := 0
+	for {
+		n, last, err := s.batch(ctx, after)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if last == uuid.Nil {
+			return total, nil
+		}
+		after = last
+	}
+}
+
+// pendingRow is a row a batch rewrites.
+type pendingRow struct {
+	id     uuid.UUID
+	stored string
+	keyID  *string
+}
+
+// batch rewrites up to BatchSize rows after id after in one transaction and
+// returns how many and the last id seen (uuid.Nil when the pass is over).
+func (s *sealer) batch(ctx context.Context, after uuid.UUID) (int, uuid.UUID, error) {
+	tx, err := s.db.pool.Begin(ctx)
+	if err != nil {
+		return 0, uuid.Nil, translate(err, "seal secrets", "webhook")
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	args := s.args()
+	args["after"], args["limit"] = after, s.opts.BatchSize
+	rows, _ := tx.Query(ctx, `SELECT id, secret, secret_key_id FROM webhooks
+		WHERE id > @after AND `+pendingSQL+` ORDER BY id LIMIT @limit FOR UPDATE SKIP LOCKED`, args)
+	todo, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pendingRow, error) {
+		var p pendingRow
+		return p, r.Scan(&p.id, &p.stored, &p.keyID)
+	})
+	if err != nil {
+		return 0, uuid.Nil, translate(err, "seal secrets", "webhook")
+	}
+	if len(todo) == 0 {
+		return 0, uuid.Nil, nil
+	}
+	ids, secrets := make([]uuid.UUID, len(todo)), make([]string, len(todo))
+	sealed := 0
+	for i, p := range todo {
+		plain, err := s.db.openSecret(p.id, p.stored, p.keyID)
+		if err != nil {
+			return 0, uuid.Nil, err
+		}
+		if p.keyID == nil {
+			sealed++
+		}
+		ids[i] = p.id
+		secrets[i], _ = s.db.sealSecret(p.id, plain)
+	}
+	_, err = tx.Exec(ctx, `UPDATE webhooks w SET secret = v.secret, secret_key_id = $3
+		FROM unnest($1::uuid[], $2::text[]) AS v(id, secret) WHERE w.id = v.id`, ids, secrets, s.rep.KeyID)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		return 0, uuid.Nil, translate(err, "seal secrets", "webhook")
+	}
+	s.rep.Sealed += sealed
+	s.rep.Resealed += len(todo) - sealed
+	s.rep.Batches++
+	if s.opts.Progress != nil {
+		s.opts.Progress(*s.rep)
+	}
+	last := todo[len(todo)-1].id
+	if len(todo) < s.opts.BatchSize {
+		last = uuid.Nil
+	}
+	return len(todo), last, nil
+}
+
+// left counts the rows still to do, held ones included.
+func (s *sealer) left(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.pool.QueryRow(ctx, "SELECT count(*) FROM webhooks WHERE "+pendingSQL, s.args()).Scan(&n)
+	return n, translate(err, "seal secrets", "webhook")
+}
