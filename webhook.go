@@ -29,7 +29,7 @@ func (w Webhook) Subscribes(t string) bool {
 	return len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, t)
 }
 
-// Numbers of the spec's delivery rules.
+// Numbers of the delivery rules (docs/webhooks.md).
 const (
 	// MaxFailedChains is the number of consecutive failed chains that
 	// disables a webhook.

@@ -14,7 +14,7 @@ import (
 )
 
 // Standard Webhooks headers (https://www.standardwebhooks.com), sent on
-// every delivery beside the spec's X-Service-Signature and
+// every delivery beside Furrow's own X-Service-Signature and
 // X-Service-Delivery, so that any of that standard's libraries verifies a
 // delivery unchanged.
 const (
@@ -60,7 +60,7 @@ func standardMAC(key []byte, id, ts string, body []byte) []byte {
 }
 
 // DeliveryHeaders returns every header of a delivery of the event eventID
-// as attempt deliveryID, sent at t with exactly body: the spec's four and
+// as attempt deliveryID, sent at t with exactly body: Furrow's own four and
 // the three of Standard Webhooks.
 func DeliveryHeaders(secret, eventID, deliveryID string, t time.Time, body []byte) http.Header {
 	h := make(http.Header, 7)

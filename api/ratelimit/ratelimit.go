@@ -5,7 +5,7 @@ package ratelimit
 
 import "time"
 
-// The limit of the spec: 120 requests per 60 seconds per device credential.
+// The limit of the reading endpoint: 120 requests per 60 seconds per device credential.
 const (
 	SpecLimit  = 120
 	SpecWindow = 60 * time.Second

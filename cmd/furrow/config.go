@@ -46,7 +46,7 @@ type Config struct {
 	TraceProtocol string
 }
 
-// Defaults of DESIGN.md's configuration table.
+// Defaults of the configuration table (docs/operating/configuration.md).
 const (
 	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	defaultHTTPAddr    = ":8080"
