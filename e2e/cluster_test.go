@@ -26,7 +26,7 @@ func TestProductionCluster(t *testing.T) {
 		"FURROW_WEBHOOK_CA_FILE":       first.CAFile,
 		"FURROW_SHUTDOWN_TIMEOUT":      "10s",
 	})
-	t.Run("the server runs with the operator settings of the README", func(t *testing.T) {
+	t.Run("the server runs with the documented operator settings", func(t *testing.T) {
 		c.checkOperatorSettings(t)
 	})
 	t.Run("readings posted to both serves are stored and delivered signed", func(t *testing.T) {
