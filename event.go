@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Event types of the spec.
+// Event types (docs/webhooks.md).
 const (
 	EventMetricValue           = "metric.value"
 	EventDeviceOffline         = "device.offline"
@@ -16,7 +16,7 @@ const (
 	EventRecommendationCreated = "recommendation.created"
 )
 
-// EventTypes lists every event type, in the spec's order.
+// EventTypes lists every event type, in their documented order.
 var EventTypes = []string{EventMetricValue, EventDeviceOffline, EventTriggerFired, EventRecommendationCreated}
 
 // IsEventType reports whether t is one of EventTypes.

@@ -54,7 +54,7 @@ type readingJSON struct {
 	Timestamp string    `json:"timestamp"`
 }
 
-// MarshalJSON writes the Reading resource of the spec: value and timestamp
+// MarshalJSON writes the Reading resource of the API: value and timestamp
 // as strings.
 func (r Reading) MarshalJSON() ([]byte, error) {
 	return r.AppendJSON(make([]byte, 0, 128+len(r.Value))), nil

@@ -62,7 +62,7 @@ type Deps struct {
 	Events    furrow.EventService
 	Webhooks  furrow.WebhookService
 	Delivery  furrow.DeliveryControl
-	Limiter   furrow.RateLimiter // nil: an in-process limiter of the spec's size
+	Limiter   furrow.RateLimiter // nil: an in-process limiter of the standard size
 	Publisher furrow.Publisher   // nil: readings are not published
 	Waker     furrow.Waker       // nil: the dispatcher relies on its sweep
 	Ready     Pinger             // nil: always ready

@@ -35,8 +35,9 @@ var (
 // furrow.Reading.Validate. Every failure is an
 // EINVALID *furrow.Error whose message names the field at fault.
 //
-// Rules beyond the spec: unknown fields (and timestamp) are ignored; a known
-// field given twice is rejected, because parsers disagree on which copy wins;
+// Rules (docs/architecture.md, "Decisions"): unknown fields (and timestamp)
+// are ignored; a known field given twice is rejected, because parsers
+// disagree on which copy wins;
 // metric_id must be an integer literal (220.0 and 2.2e2 are rejected, like
 // "220"); device_id must be the 36-character hyphenated UUID form, in any
 // case; a value containing a NUL character is rejected, as it cannot be

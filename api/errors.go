@@ -21,7 +21,7 @@ var statusOf = map[string]int{
 	furrow.EINTERNAL:     http.StatusInternalServerError,
 }
 
-// errorBody is the Error resource of the spec.
+// errorBody is the {error, reason} body of every error answer.
 type errorBody struct {
 	Error  string `json:"error"`
 	Reason string `json:"reason,omitempty"`

@@ -12,8 +12,8 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// postMetricValue stores one reading. Checks run in the order of the design:
-// credential, rate limit, body, device match, store.
+// postMetricValue stores one reading. Checks run in the documented order
+// (docs/devices.md): credential, rate limit, body, device match, store.
 func (s *server) postMetricValue(w http.ResponseWriter, r *http.Request) error {
 	cred, err := s.authDevice(r)
 	if err != nil {

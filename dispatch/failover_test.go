@@ -356,6 +356,7 @@ func stats(ds []time.Duration) (median, worst time.Duration) {
 // or give anything back. The other takes every event of every farm once
 // the lost claims expire, and dispatches them.
 func TestFailoverDatabaseCutAfterClaim(t *testing.T) {
+	testenv.SkipShort(t, "two dispatchers and an embedded Temporal server behind a fault-injecting proxy")
 	cutAfterClaim(t, "database cut after claiming", 0)
 }
 
@@ -363,6 +364,7 @@ func TestFailoverDatabaseCutAfterClaim(t *testing.T) {
 // back as soon as the database answers again: the other need not wait for
 // the lease.
 func TestFailoverGivesBackWhenDatabaseReturns(t *testing.T) {
+	testenv.SkipShort(t, "two dispatchers and an embedded Temporal server behind a fault-injecting proxy")
 	cutAfterClaim(t, "database back after 0.5 s", 500*time.Millisecond)
 }
 
@@ -403,6 +405,7 @@ func cutAfterClaim(t *testing.T, what string, back time.Duration) {
 // A dispatcher killed (SIGKILL) while holding claims cannot give them back;
 // they expire with the lease and the other dispatcher takes them.
 func TestFailoverKilledAfterClaim(t *testing.T) {
+	testenv.SkipShort(t, "a child dispatcher process, another dispatcher and an embedded Temporal server")
 	c := newCluster(t, 4)
 	events := c.addEvents(24)
 	child := startChild(t, c.url, temporalAddr(t))
@@ -425,6 +428,7 @@ func TestFailoverKilledAfterClaim(t *testing.T) {
 // A dispatcher stopped with SIGTERM while holding claims gives them back
 // before its process exits: nobody waits for the lease.
 func TestFailoverSIGTERMGivesClaimsBack(t *testing.T) {
+	testenv.SkipShort(t, "a child dispatcher process, another dispatcher and an embedded Temporal server")
 	c := newCluster(t, 4)
 	events := c.addEvents(24)
 	child := startChild(t, c.url, temporalAddr(t))
@@ -449,6 +453,7 @@ func TestFailoverSIGTERMGivesClaimsBack(t *testing.T) {
 // one while events arrive in bursts at the healthy one. It keeps no event
 // claimed for more than a moment, and backs off.
 func TestFailoverLookupsAlwaysFail(t *testing.T) {
+	testenv.SkipShort(t, "two dispatchers and an embedded Temporal server")
 	c := newCluster(t, 4)
 	broken := lookups{WebhookService: c.db, before: func(context.Context, uuid.UUID) error {
 		return errors.New("store: list webhooks: postgres error 42501 ()")
@@ -541,6 +546,7 @@ func (o *countingOutbox) ClaimEvents(ctx context.Context, c furrow.Claim) ([]fur
 // pass that first claims it, and the failing farm's events are not left
 // claimed.
 func TestOneFarmFailingDoesNotDelayOthers(t *testing.T) {
+	testenv.SkipShort(t, "a dispatcher and an embedded Temporal server")
 	c := newCluster(t, 3)
 	bad := c.farms[0].FarmID
 	hooks := lookups{WebhookService: c.db, before: func(_ context.Context, farm uuid.UUID) error {

@@ -134,6 +134,7 @@ func connectPage(t *testing.T, ctx context.Context, token, topic string) {
 }
 
 func TestLivePageInBrowser(t *testing.T) {
+	testenv.SkipShort(t, "headless Chromium and the furrow binary")
 	chromium := requireChromium(t)
 	db := newDatabase(t)
 	f := start(t, "dev", map[string]string{
@@ -210,6 +211,7 @@ func TestLivePageInBrowser(t *testing.T) {
 }
 
 func TestLivePageAcrossInstances(t *testing.T) {
+	testenv.SkipShort(t, "headless Chromium and several furrow processes with a Temporal server")
 	chromium := requireChromium(t)
 	db := newDatabase(t)
 	env := newTemporal(t).env()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/furrowhq/furrow/internal/testenv"
 )
 
 // TestProductionCluster runs the production topology of
@@ -16,6 +18,7 @@ import (
 // reasonable; each uses its own farm and receiver, and waits until its
 // deliveries are done before the next starts.
 func TestProductionCluster(t *testing.T) {
+	testenv.SkipShort(t, "the production topology (a PostgreSQL-backed Temporal server, Redis, 2 serve, 2 worker)")
 	first := newReceiver(t) // every httptest TLS server shares its certificate
 	c := upCluster(t, map[string]string{
 		"FURROW_RETRY_SCHEDULE":        "1s,1s,1s,1s,1s,1s,1s",
@@ -23,7 +26,7 @@ func TestProductionCluster(t *testing.T) {
 		"FURROW_WEBHOOK_CA_FILE":       first.CAFile,
 		"FURROW_SHUTDOWN_TIMEOUT":      "10s",
 	})
-	t.Run("the server runs with the operator settings of the README", func(t *testing.T) {
+	t.Run("the server runs with the documented operator settings", func(t *testing.T) {
 		c.checkOperatorSettings(t)
 	})
 	t.Run("readings posted to both serves are stored and delivered signed", func(t *testing.T) {

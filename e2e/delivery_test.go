@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow/api"
+	"github.com/furrowhq/furrow/internal/testenv"
 )
 
 // devEnv is `furrow dev` with its embedded Temporal on free ports and a
@@ -107,6 +108,7 @@ func (e *devEnv) attempts(t *testing.T, webhookID string) []attemptRow {
 }
 
 func TestDeliveryEndToEnd(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary (furrow dev, embedded Temporal server) and a webhook receiver")
 	e := newDevEnv(t)
 	rc := e.rc
 	if out := e.f.Stdout(); !strings.Contains(out, "curl") || !strings.Contains(out, "fdk_") {

@@ -5,12 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/furrowhq/furrow/internal/testenv"
 )
 
 // TestFarmEventsEndToEnd covers the event types beyond metric.value: app
 // events reach only the webhooks subscribed to their type, and a silent
 // device is announced offline once by the scheduled sweep.
 func TestFarmEventsEndToEnd(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary (furrow dev, embedded Temporal server) and a webhook receiver")
 	e := newDevEnv(t,
 		"FURROW_DEVICE_STALE_AFTER", "1s",
 		"FURROW_DEVICE_OFFLINE_AFTER", "2s",

@@ -124,6 +124,7 @@ func waitClosed(t *testing.T, what string, ch <-chan time.Duration, limit time.D
 // Slow senders and idle keep-alive connections are closed within the
 // server's bounds, and meanwhile normal devices are served.
 func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary behind fault-injecting proxies")
 	e := newFaultEnv(t, map[string]string{
 		"FURROW_HTTP_READ_HEADER_TIMEOUT": "1s",
 		"FURROW_HTTP_READ_TIMEOUT":        "2s",
@@ -193,6 +194,7 @@ const faultBound = 8 * time.Second
 // request bound instead of waiting for the outage; after it, the first
 // requests succeed and every acknowledged reading is stored.
 func TestSilentDatabase(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary behind fault-injecting proxies")
 	e := newFaultEnv(t, nil)
 	fx := e.fx
 	key := bearer(fx.Key)
@@ -264,6 +266,7 @@ func TestSilentDatabase(t *testing.T) {
 // limiter's bound, and a Redis that stays down costs later readings
 // nothing.
 func TestSilentOrRefusingRedis(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary behind fault-injecting proxies")
 	e := newFaultEnv(t, map[string]string{"FURROW_RATELIMIT_TIMEOUT": "250ms", "FURROW_RATELIMIT_BREAKER": "5s"})
 	key := bearer(e.fx.Key)
 	r, _ := e.timed(t, "POST", "/api/metric-values", reading(e.fx.DeviceID, 1), key...)
@@ -309,6 +312,7 @@ func (e *faultEnv) valueCount(t *testing.T, v string) int {
 // instance the retry reaches, also when the first attempt failed with 500
 // because PostgreSQL went silent.
 func TestIdempotentRetriesAcrossInstances(t *testing.T) {
+	testenv.SkipShort(t, "two furrow processes behind fault-injecting proxies")
 	e := newFaultEnv(t, nil)
 	other := start(t, "serve", e.env)
 	post := func(f *furrow, idem string, value any) response {

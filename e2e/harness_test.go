@@ -65,6 +65,9 @@ func start(t *testing.T, command string, env map[string]string) *furrow {
 // launch runs `furrow <command>` like start, without waiting for it.
 func launch(t *testing.T, command string, env map[string]string) *furrow {
 	t.Helper()
+	if binary == "" {
+		t.Fatal("the furrow binary is not built in -short mode: the test must call testenv.SkipShort first")
+	}
 	full := append(os.Environ(), "FURROW_HTTP_ADDR="+freeAddr(t))
 	for k, v := range env {
 		full = append(full, k+"="+v)

@@ -27,6 +27,7 @@ const imageBinary = "/out/furrow"
 // and it starts migrate, serve and worker with nothing in its environment
 // but its settings, as in the distroless runtime image.
 func TestImageBuild(t *testing.T) {
+	testenv.SkipShort(t, "a production build of the binary and runs it")
 	line := dockerBuildLine(t)
 	if !strings.Contains(line, "CGO_ENABLED=0") || !strings.Contains(line, "-tags nodev") {
 		t.Fatalf("the Dockerfile's build line is not the static production build: %s", line)

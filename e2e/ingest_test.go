@@ -58,6 +58,7 @@ func reading(device string, value any) map[string]any {
 }
 
 func TestIngestEndToEnd(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary (furrow dev, embedded Temporal server)")
 	e := newIngestEnv(t)
 	fx := e.fx
 	key := bearer(fx.Key)

@@ -163,6 +163,7 @@ func sameReading(t *testing.T, m liveMessage, s storedReading, farm string) {
 }
 
 func TestLiveAcrossInstances(t *testing.T) {
+	testenv.SkipShort(t, "several furrow processes with a Temporal server")
 	db := newDatabase(t)
 	env := newTemporal(t).env()
 	env["FURROW_DATABASE_URL"] = db

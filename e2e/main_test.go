@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -15,6 +16,12 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// Every test here starts the binary and skips in -short mode:
+		// building it would be the quick loop's longest step.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "furrow-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/furrowhq/furrow/internal/testenv"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 // exactly the amount the test caused. Retry delays of 5 s leave room
 // to delete a webhook between a chain's first and second attempt.
 func TestMetricsFollowTheService(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary (furrow dev, embedded Temporal server) and a webhook receiver")
 	e := newDevEnv(t, "FURROW_RETRY_SCHEDULE", "5s,5s",
 		"FURROW_DEVICE_STALE_AFTER", "2s", "FURROW_DEVICE_OFFLINE_AFTER", "3s", "FURROW_DEVICE_SWEEP_EVERY", "1s")
 	before := scrape(t, e.f.MetricsURL)

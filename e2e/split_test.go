@@ -12,6 +12,7 @@ import (
 // `furrow worker` as separate processes against one PostgreSQL, one Redis
 // and one Temporal, and checks a reading is delivered end to end.
 func TestServeAndWorkerSplit(t *testing.T) {
+	testenv.SkipShort(t, "furrow serve, furrow worker and a Temporal server")
 	db := newDatabase(t)
 	tmp := newTemporal(t)
 	rc := newReceiver(t)

@@ -9,7 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// TestContract holds the metrics to DESIGN.md's "Observability" table:
+// TestContract holds the metrics to the table of docs/operating/observability.md:
 // every name, its type and its labels.
 func TestContract(t *testing.T) {
 	m := New()

@@ -1,5 +1,5 @@
 // Package telemetry holds Furrow's observability: the Prometheus metrics of
-// DESIGN.md's "Observability" table, their /metrics listener, the Temporal
+// metrics table of docs/operating/observability.md, their /metrics listener, the Temporal
 // SDK's metrics on the same registry, and OpenTelemetry tracing. cmd/furrow
 // creates one *Metrics and hands it to the packages that record; every
 // method is safe on a nil *Metrics, so code and tests that do not care need

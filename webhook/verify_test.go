@@ -23,7 +23,7 @@ type clockFunc func() time.Time
 func (f clockFunc) Now() time.Time { return f() }
 
 // TestSignFormat checks the header against an HMAC computed independently
-// from the spec's rule: hex HMAC-SHA256 of "<t>.<raw body>".
+// from the rule of X-Service-Signature: hex HMAC-SHA256 of "<t>.<raw body>".
 func TestSignFormat(t *testing.T) {
 	h := hmac.New(sha256.New, []byte(testSecret))
 	h.Write([]byte("1700000000123." + string(testBody)))

@@ -7,7 +7,7 @@ import (
 
 // Bounds are the time limits that keep a request from waiting on a dead
 // network: a silent PostgreSQL or Redis, or a client that sends slowly,
-// costs at most these. README: Configuration lists them.
+// costs at most these. docs/operating/configuration.md lists them.
 type Bounds struct {
 	// ReadHeader, Read, Write and Idle are the API server's timeouts: to
 	// read a request's headers, to read the whole request with its body,

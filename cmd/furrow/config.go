@@ -49,7 +49,7 @@ type Config struct {
 	SecretKeys *keyring.Ring
 }
 
-// Defaults of DESIGN.md's configuration table.
+// Defaults of the configuration table (docs/operating/configuration.md).
 const (
 	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	defaultHTTPAddr    = ":8080"

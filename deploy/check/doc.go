@@ -4,6 +4,6 @@
 // API types). It is a module of its own so that these heavy dependencies
 // stay out of the service's, and it sits below deploy/ rather than at it so
 // that deploy/observability/ stays in the root module; the root module's
-// internal/deploycheck runs `go test ./...` here, so the README's one test
+// internal/deploycheck runs `go test ./...` here, so the root module's test
 // command covers it.
 package check

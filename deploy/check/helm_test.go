@@ -35,7 +35,8 @@ const (
 // purpose); that note would bury real test output.
 func init() { log.SetOutput(io.Discard) }
 
-// searchAttributes are DESIGN.md's four keyword search attributes.
+// searchAttributes are the keyword search attributes of delivery workflows
+// (docs/operating/temporal.md).
 var searchAttributes = []string{"FurrowWebhookId", "FurrowEventId", "FurrowFarmId", "FurrowEventType"}
 
 // strictDecoder decodes YAML or JSON into the registered API types and

@@ -63,7 +63,7 @@ func (r *Receiver) SetSecret(s string) { r.secret.Store(&s) }
 // Close stops the receiver.
 func (r *Receiver) Close() error { return r.srv.Close() }
 
-// ServeHTTP acknowledges a verified delivery at once, as the spec asks of
+// ServeHTTP acknowledges a verified delivery at once, as Furrow asks of
 // receivers, and records it.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	now := time.Now()

@@ -72,6 +72,7 @@ func (s summary) check(t *testing.T, what string, n int64) {
 }
 
 func TestSmokeBaseline(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary's bench baseline under load")
 	var r struct {
 		Transactions int64   `json:"transactions"`
 		Failures     int64   `json:"failures"`
@@ -86,6 +87,7 @@ func TestSmokeBaseline(t *testing.T) {
 }
 
 func TestSmokeIngest(t *testing.T) {
+	testenv.SkipShort(t, "furrow bench ingest with furrow serve processes")
 	var r struct {
 		Baseline struct {
 			TPS float64 `json:"tps"`
@@ -149,6 +151,7 @@ func TestSmokeIngest(t *testing.T) {
 }
 
 func TestSmokeDelivery(t *testing.T) {
+	testenv.SkipShort(t, "furrow bench delivery with furrow dev and a receiver")
 	var r struct {
 		Accepted  int64            `json:"accepted"`
 		Status    map[string]int64 `json:"status"`

@@ -1,7 +1,7 @@
 // Package deploycheck runs the checks of the deploy kit, which live in their
 // own Go module (deploy/check/go.mod) to keep Helm, Kubernetes and Compose
 // libraries out of the service's dependency graph. Running them from here
-// makes the README's one `go test ./...` cover them.
+// makes `go test ./...`, and so `make test`, cover them.
 package deploycheck
 
 import (

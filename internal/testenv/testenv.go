@@ -25,7 +25,7 @@ const (
 	DefaultRedisURL    = "redis://127.0.0.1:6379/0"
 )
 
-const howTo = "start one (see README: Tests), or set %s to a reachable server"
+const howTo = "start one (`make test` does; see CONTRIBUTING.md), or set %s to a reachable server"
 
 var (
 	dockerOnce sync.Once
