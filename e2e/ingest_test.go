@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/furrowhq/furrow"
+	domain "github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testenv"
 )
 
@@ -160,7 +160,7 @@ func TestIngestEndToEnd(t *testing.T) {
 	})
 	t.Run("the 121st request in a minute is limited", func(t *testing.T) {
 		id, k := newDevice(t, e.f, fx)
-		for i := 1; i <= furrow.RateLimit; i++ {
+		for i := 1; i <= domain.RateLimit; i++ {
 			expect(t, e.post(t, nil, reading(id, i), bearer(k)...), 201, "")
 		}
 		r := e.post(t, nil, reading(id, 121), bearer(k)...)

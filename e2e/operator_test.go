@@ -9,7 +9,7 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/furrowhq/furrow"
+	domain "github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -39,7 +39,7 @@ func (e *devEnv) checkOperatorView(t *testing.T, hookID string) {
 	if err := tc.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
 		t.Fatalf("delivery workflow: %v", err)
 	}
-	if res.Outcome != furrow.OutcomeFailed || res.Attempts != 8 || res.StatusCode != 503 || res.Error != "endpoint answered 503" {
+	if res.Outcome != domain.OutcomeFailed || res.Attempts != 8 || res.StatusCode != 503 || res.Error != "endpoint answered 503" {
 		t.Fatalf("result %+v, want failed after 8 attempts answered 503", res)
 	}
 	desc, err := tc.DescribeWorkflow(ctx, id, "")
