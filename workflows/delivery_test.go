@@ -31,13 +31,17 @@ func runDelivery(t *testing.T, f *fixture, client *http.Client, schedule []time.
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
-	return deliveryResult(t, env)
+	res := deliveryResult(t, env)
+	if res.Outcome == workflows.Failed && env.GetWorkflowError() == nil {
+		t.Fatalf("a failed chain completed its workflow: %+v", res)
+	}
+	return res
 }
 
 // deliveryResult is the result of a delivery workflow that ended: its
 // result when it completed, or the details of the error that failed it
-// when its chain failed. Only failed chains fail the workflow, with a
-// non-retryable error of type ErrorTypeChainFailed.
+// when its chain failed, which must be a non-retryable error of type
+// ErrorTypeChainFailed.
 func deliveryResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.DeliveryResult {
 	t.Helper()
 	var res workflows.DeliveryResult
@@ -45,9 +49,6 @@ func deliveryResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) workfl
 	if err == nil {
 		if err := env.GetWorkflowResult(&res); err != nil {
 			t.Fatal(err)
-		}
-		if res.Outcome == workflows.Failed {
-			t.Fatalf("a failed chain completed its workflow: %+v", res)
 		}
 		return res
 	}
