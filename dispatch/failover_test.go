@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
@@ -62,14 +61,10 @@ var (
 func temporalAddr(t *testing.T) string {
 	t.Helper()
 	tmpOnce.Do(func() {
-		attrs := map[string]enumspb.IndexedValueType{}
-		for _, n := range workflows.SearchAttributeNames {
-			attrs[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		tmpSrv, tmpErr = devserver.Start(ctx, devserver.Options{
-			FrontendAddr: "127.0.0.1:0", DisableUI: true, SearchAttributes: attrs,
+			FrontendAddr: "127.0.0.1:0", DisableUI: true, SearchAttributes: workflows.SearchAttributes(),
 			Logger: slog.New(slog.DiscardHandler),
 		})
 	})

@@ -201,6 +201,15 @@ func TestProductionCluster(t *testing.T) {
 		}
 		checkDisableReenableReset(t, e, tc, f.hook)
 	})
+	t.Run("failed deliveries are found by query and delivered again by one batch reset", func(t *testing.T) {
+		f := newClusterFarm(t, c, 1, true)
+		tc, err := client.Dial(client.Options{HostPort: c.addr["temporal"], Namespace: "default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		checkBatchReset(t, f.devEnv(), tc, f.hook.ID)
+	})
 }
 
 // clusterFarm is a farm with devices and a webhook to its own receiver, on

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	domain "github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/workflows"
@@ -15,7 +17,7 @@ import (
 
 // checkOperatorView fails a chain against an endpoint answering 503 and
 // reads its delivery workflow as an operator does in the Temporal UI:
-// described (summary and details), its result, its current details, and
+// described (summary and details), its failure, its current details, and
 // the webhook workflow's state query. The webhook must be enabled with no
 // failed chain.
 func (e *devEnv) checkOperatorView(t *testing.T, hookID string) {
@@ -35,9 +37,13 @@ func (e *devEnv) checkOperatorView(t *testing.T, hookID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	id := "delivery/" + hookID + "/" + first.EventID
+	// A failed chain fails its workflow; the error's details keep the
+	// result.
 	var res workflows.DeliveryResult
-	if err := tc.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
-		t.Fatalf("delivery workflow: %v", err)
+	err = tc.GetWorkflow(ctx, id, "").Get(ctx, &res)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Message() != "attempt 8 of 8 answered 503" || appErr.Details(&res) != nil {
+		t.Fatalf("delivery workflow ended with %v, want it failed by its chain", err)
 	}
 	if res.Outcome != domain.OutcomeFailed || res.Attempts != 8 || res.StatusCode != 503 || res.Error != "endpoint answered 503" {
 		t.Fatalf("result %+v, want failed after 8 attempts answered 503", res)

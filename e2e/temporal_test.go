@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/temporaltest"
@@ -27,12 +26,8 @@ func newTemporal(t *testing.T) temporalServer {
 	c := ts.GetDefaultClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	attrs := map[string]enumspb.IndexedValueType{}
-	for _, n := range workflows.SearchAttributeNames {
-		attrs[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
 	_, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		SearchAttributes: attrs, Namespace: ts.GetDefaultNamespace(),
+		SearchAttributes: workflows.SearchAttributes(), Namespace: ts.GetDefaultNamespace(),
 	})
 	if err != nil {
 		t.Fatalf("register search attributes: %v", err)

@@ -51,7 +51,9 @@ type DeliveryResult struct {
 // deliveries succeed at once; each later one runs as its own activity
 // after the schedule's delay. A failed chain, and a success after
 // failures, are reported to the webhook's workflow. The workflow's current
-// details say at every step what it waits for.
+// details say at every step what it waits for. At the end the outcome and
+// the last status are set as search attributes, and a failed chain then
+// fails the workflow (ErrorTypeChainFailed).
 func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 	c := newChain(in)
 	res, err := c.deliver(ctx)
@@ -77,7 +79,7 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 			return out, err
 		}
 	}
-	return out, nil
+	return out, c.end(ctx, out)
 }
 
 // chain is one delivery chain being run.

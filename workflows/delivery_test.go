@@ -1,12 +1,16 @@
 package workflows_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
@@ -27,12 +31,33 @@ func runDelivery(t *testing.T, f *fixture, client *http.Client, schedule []time.
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("workflow failed: %v", err)
+	res := deliveryResult(t, env)
+	if res.Outcome == furrow.OutcomeFailed && env.GetWorkflowError() == nil {
+		t.Fatalf("a failed chain completed its workflow: %+v", res)
 	}
+	return res
+}
+
+// deliveryResult is the result of a delivery workflow that ended: its
+// result when it completed, or the details of the error that failed it
+// when its chain failed, which must be a non-retryable error of type
+// ErrorTypeChainFailed.
+func deliveryResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.DeliveryResult {
+	t.Helper()
 	var res workflows.DeliveryResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
+	err := env.GetWorkflowError()
+	if err == nil {
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrorTypeChainFailed || !appErr.NonRetryable() {
+		t.Fatalf("workflow failed with %v, want a non-retryable %s", err, workflows.ErrorTypeChainFailed)
+	}
+	if err := appErr.Details(&res); err != nil || res.Outcome != furrow.OutcomeFailed {
+		t.Fatalf("failure details %+v (%v), want a failed chain's result", res, err)
 	}
 	return res
 }

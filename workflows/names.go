@@ -58,7 +58,8 @@ type WebhookState struct {
 	ChangedAt  *time.Time `json:",omitempty"`
 }
 
-// Search attribute keys of delivery workflows, all of type keyword.
+// Search attribute keys of delivery workflows, set when they start, all of
+// type keyword.
 var (
 	SearchWebhookID = temporal.NewSearchAttributeKeyKeyword("FurrowWebhookId")
 	SearchEventID   = temporal.NewSearchAttributeKeyKeyword("FurrowEventId")
@@ -66,10 +67,27 @@ var (
 	SearchEventType = temporal.NewSearchAttributeKeyKeyword("FurrowEventType")
 )
 
-// SearchAttributeNames lists the custom search attributes a Temporal
-// namespace must have registered, all of type keyword.
-var SearchAttributeNames = []string{
-	SearchWebhookID.GetName(), SearchEventID.GetName(), SearchFarmID.GetName(), SearchEventType.GetName(),
+// Search attribute keys a delivery workflow sets when its chain ends: the
+// outcome (Delivered, Failed or Skipped) and the last attempt's status code
+// (0 when there was no answer).
+var (
+	SearchOutcome    = temporal.NewSearchAttributeKeyKeyword("FurrowOutcome")
+	SearchLastStatus = temporal.NewSearchAttributeKeyInt64("FurrowLastStatus")
+)
+
+// searchKeys are every custom search attribute of Furrow's workflows.
+var searchKeys = []temporal.SearchAttributeKey{
+	SearchWebhookID, SearchEventID, SearchFarmID, SearchEventType, SearchOutcome, SearchLastStatus,
+}
+
+// SearchAttributes returns the custom search attributes a Temporal
+// namespace must have registered, by name, with their types.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	m := make(map[string]enumspb.IndexedValueType, len(searchKeys))
+	for _, k := range searchKeys {
+		m[k.GetName()] = k.GetValueType()
+	}
+	return m
 }
 
 // DeliveryWorkflowID is the deterministic ID of the delivery of an event to

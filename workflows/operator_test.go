@@ -60,10 +60,7 @@ func TestDeliveryTellsItsStory(t *testing.T) {
 	env.RegisterDelayedCallback(func() { waiting = currentDetails(t, env) }, 3*time.Minute+30*time.Second)
 	_, in := workflows.DeliveryStart("id", f.webhook, f.event, nil)
 	env.ExecuteWorkflow(workflows.DeliveryWorkflowName, in)
-	var res workflows.DeliveryResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := deliveryResult(t, env)
 	if res.Outcome != furrow.OutcomeFailed || res.Attempts != 8 || res.StatusCode != 503 || res.Error != "endpoint answered 503" {
 		t.Errorf("result %+v, want failed after 8 attempts answered 503", res)
 	}

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -26,16 +28,19 @@ import (
 
 var update = flag.Bool("update", false, "regenerate testdata histories against an in-process Temporal")
 
-// Histories replayed by TestReplay. The unprefixed ones were recorded
-// before the delivery workflow's attemptsChange and are kept as they are;
-// go test -run TestReplay -update records the current ones (prefix).
+// Histories replayed by TestReplay, kept as they were recorded: the
+// unprefixed ones before the delivery workflow's attempt-per-activity
+// change, those prefixed "attempt_per_activity_" after it and before its
+// outcome-search-attributes change. go test -run TestReplay -update
+// records the current ones (prefix).
 var histories = []string{
 	"delivery_rejected.json", "delivery_retried.json", "webhook.json",
+	"attempt_per_activity_delivery_rejected.json", "attempt_per_activity_delivery_retried.json", "attempt_per_activity_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
 }
 
 // prefix names the histories recorded by the current code.
-const prefix = "attempt_per_activity_"
+const prefix = "outcome_search_attributes_"
 
 // TestReplay replays recorded histories so that a non-deterministic change
 // of a workflow fails here before it fails running workflows.
@@ -52,7 +57,8 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// record runs a rejected delivery (reported as a failed chain), a delivery
+// record runs a rejected delivery (reported as a failed chain, which fails
+// its workflow), a delivery
 // that succeeds on its second attempt (reported as a success after a
 // failure), and the webhook workflow they signal, and writes their
 // histories.
@@ -61,12 +67,8 @@ func record(t *testing.T) {
 	defer cancel()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
-	sa := map[string]enumspb.IndexedValueType{}
-	for _, n := range workflows.SearchAttributeNames {
-		sa[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
 	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		SearchAttributes: sa, Namespace: ts.GetDefaultNamespace()}); err != nil {
+		SearchAttributes: workflows.SearchAttributes(), Namespace: ts.GetDefaultNamespace()}); err != nil {
 		t.Fatal(err)
 	}
 	statuses := []int{400, 500, 200}
@@ -100,7 +102,12 @@ func run(ctx context.Context, t *testing.T, c client.Client, id string, f *fixtu
 		t.Fatal(err)
 	}
 	var res workflows.DeliveryResult
-	if err := wr.Get(ctx, &res); err != nil {
+	err = wr.Get(ctx, &res)
+	var chainFailed *temporal.ApplicationError
+	if errors.As(err, &chainFailed) && chainFailed.Type() == workflows.ErrorTypeChainFailed {
+		err = chainFailed.Details(&res)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %+v", id, res)

@@ -88,6 +88,17 @@ func (c *chain) ended(out DeliveryResult) string {
 	return fmt.Sprintf("failed: attempt %d of %d %s; no attempt left", out.Attempts, c.total(), answer(out.StatusCode, out.Error))
 }
 
+// failedMessage is the message of a failed chain's workflow error: "attempt
+// 8 of 8 answered 503", "attempt 1 of 8 answered 404, not retried",
+// "attempt 3 of 3 failed (connection failed: …)".
+func (c *chain) failedMessage(out DeliveryResult) string {
+	msg := fmt.Sprintf("attempt %d of %d %s", out.Attempts, c.total(), answer(out.StatusCode, out.Error))
+	if out.Attempts < c.total() {
+		msg += ", not retried"
+	}
+	return msg
+}
+
 // answer is "answered 503", or "failed (why)" when there was no answer.
 func answer(status int, text string) string {
 	if status != 0 {

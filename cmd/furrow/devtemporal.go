@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"github.com/furrowhq/furrow/temporal/devserver"
 	"github.com/furrowhq/furrow/workflows"
 )
@@ -17,16 +15,12 @@ import (
 // Furrow's search attributes registered, and returns its frontend address,
 // its UI's URL and how to stop it.
 func startDevTemporal(ctx context.Context, cfg Config, log *slog.Logger) (addr, uiURL string, stop func(), err error) {
-	attrs := map[string]enumspb.IndexedValueType{}
-	for _, n := range workflows.SearchAttributeNames {
-		attrs[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
 	srv, err := devserver.Start(ctx, devserver.Options{
 		FrontendAddr:     cfg.DevTemporalAddr,
 		UIAddr:           cfg.DevUIAddr,
 		Namespace:        cfg.TemporalNamespace,
 		DataDir:          cfg.DevDataDir,
-		SearchAttributes: attrs,
+		SearchAttributes: workflows.SearchAttributes(),
 		Logger:           log,
 	})
 	if err != nil {

@@ -92,7 +92,7 @@ func TestComposeFurrowServices(t *testing.T) {
 }
 
 // TestComposeTemporalSetup: the setup job creates Furrow's namespace with
-// 30-day retention and registers the four search attributes in it.
+// 30-day retention and registers the search attributes in it.
 func TestComposeTemporalSetup(t *testing.T) {
 	p := loadCompose(t)
 	ns := *p.Services["serve"].Environment["FURROW_TEMPORAL_NAMESPACE"]

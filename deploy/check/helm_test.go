@@ -35,9 +35,11 @@ const (
 // purpose); that note would bury real test output.
 func init() { log.SetOutput(io.Discard) }
 
-// searchAttributes are the keyword search attributes of delivery workflows
-// (docs/operating/temporal.md).
-var searchAttributes = []string{"FurrowWebhookId", "FurrowEventId", "FurrowFarmId", "FurrowEventType"}
+// searchAttributes are the search attributes of delivery workflows, as
+// name:type, the way the setup scripts list them for
+// `temporal operator search-attribute create`.
+var searchAttributes = []string{"FurrowWebhookId:Keyword", "FurrowEventId:Keyword", "FurrowFarmId:Keyword",
+	"FurrowEventType:Keyword", "FurrowOutcome:Keyword", "FurrowLastStatus:Int"}
 
 // strictDecoder decodes YAML or JSON into the registered API types and
 // fails on unknown or duplicate fields and unknown kinds.

@@ -17,10 +17,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -46,7 +47,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "temporalsetup:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("namespace %s ready: retention %s, search attributes %v\n", *namespace, *retention, workflows.SearchAttributeNames)
+	fmt.Printf("namespace %s ready: retention %s, search attributes %v\n", *namespace, *retention, slices.Sorted(maps.Keys(workflows.SearchAttributes())))
 	if *trim == "" {
 		return
 	}
@@ -113,7 +114,7 @@ func register(ctx context.Context, c client.Client, namespace string, retention 
 	return err
 }
 
-// addSearchAttributes adds the keyword attributes Furrow's delivery
+// addSearchAttributes adds the search attributes Furrow's delivery
 // workflows carry, leaving those already there alone.
 func addSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
 	ops := c.OperatorService()
@@ -121,11 +122,9 @@ func addSearchAttributes(ctx context.Context, c client.Client, namespace string)
 	if err != nil {
 		return err
 	}
-	want := map[string]enumspb.IndexedValueType{}
-	for _, n := range workflows.SearchAttributeNames {
-		if _, ok := have.GetCustomAttributes()[n]; !ok {
-			want[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-		}
+	want := workflows.SearchAttributes()
+	for n := range have.GetCustomAttributes() {
+		delete(want, n)
 	}
 	if len(want) == 0 {
 		return nil
