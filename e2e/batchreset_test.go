@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -24,6 +25,7 @@ import (
 // delivered again with one batch reset, as the Temporal UI's batch reset
 // and `temporal workflow reset --query` do, on `furrow dev`.
 func TestBatchResetReplaysFailedDeliveries(t *testing.T) {
+	testenv.SkipShort(t, "the furrow binary (furrow dev, embedded Temporal server) and a webhook receiver")
 	e := newDevEnv(t, "FURROW_RETRY_SCHEDULE", "1s,1s")
 	hook := e.createWebhook(t, map[string]any{"url": e.rc.URL()})
 	e.rc.setSecret(hook.Secret)
