@@ -30,7 +30,8 @@ type Sample struct {
 	Outbox      int64   `json:"outbox"` // -1 when it could not be counted
 }
 
-// sampler records a Sample every second until stopped.
+// sampler records a Sample every second until stopped; without a
+// databaseURL it counts no outbox (Outbox -1).
 type sampler struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -42,9 +43,12 @@ func startSampler(ctx context.Context, databaseURL, farm string, start time.Time
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		conn, err := pgx.Connect(ctx, databaseURL)
-		if err == nil {
-			defer conn.Close(context.Background())
+		var conn *pgx.Conn
+		if databaseURL != "" {
+			if c, err := pgx.Connect(ctx, databaseURL); err == nil {
+				conn = c
+				defer conn.Close(context.Background())
+			}
 		}
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()

@@ -35,7 +35,14 @@ type DeliveryConfig struct {
 	Devices     int
 	Concurrency int
 	Pid         int
-	Logger      *slog.Logger
+	// TemporalAddress and Namespace name the Temporal of a running server;
+	// with them (or with the started `furrow dev`'s own) the run measures
+	// the bare engine first (see Engine). Empty TemporalAddress with URL
+	// set, or NoEngine, skips that.
+	TemporalAddress string
+	Namespace       string
+	NoEngine        bool
+	Logger          *slog.Logger
 }
 
 // DeliveryResult is what a delivery run measured.
@@ -58,6 +65,35 @@ type DeliveryResult struct {
 	// ServerCPU is the CPU seconds the server used from the start of the
 	// load until the drain ended (when its pid is known).
 	ServerCPU float64 `json:"server_cpu_s,omitempty"`
+	// Engine is the bare engine's run on the same Temporal just before,
+	// and VsEngine Furrow's figures as its fractions; nil when skipped.
+	Engine   *EngineResult `json:"engine,omitempty"`
+	VsEngine *EngineRatio  `json:"vs_engine,omitempty"`
+}
+
+// EngineRatio is Furrow's delivery as a fraction of the bare engine's on
+// the same Temporal at the same offered rate: Rate above 1 means Furrow
+// delivered more per second; the latency ratios above 1 mean Furrow was
+// slower by that factor.
+type EngineRatio struct {
+	Rate float64 `json:"rate"`
+	P50  float64 `json:"latency_p50"`
+	P99  float64 `json:"latency_p99"`
+}
+
+// vsEngine compares r with e.
+func vsEngine(r DeliveryResult, e EngineResult) *EngineRatio {
+	div := func(a, b float64) float64 {
+		if b <= 0 {
+			return 0
+		}
+		return a / b
+	}
+	return &EngineRatio{
+		Rate: div(r.PerSecond, e.PerSecond),
+		P50:  div(float64(r.Latency.P50), float64(e.Latency.P50)),
+		P99:  div(float64(r.Latency.P99), float64(e.Latency.P99)),
+	}
 }
 
 // Delivery subscribes a verifying HTTPS receiver to a fresh farm, posts
@@ -84,7 +120,7 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 		return DeliveryResult{}, fmt.Errorf("receiver: %w", err)
 	}
 	defer rcv.Close()
-	target := target{url: cfg.URL, databaseURL: cfg.DatabaseURL, pid: cfg.Pid}
+	target := target{url: cfg.URL, databaseURL: cfg.DatabaseURL, pid: cfg.Pid, temporal: cfg.TemporalAddress}
 	if cfg.URL == "" {
 		stop, err := startDev(ctx, cfg, rcv.CAFile, log, &target)
 		if err != nil {
@@ -101,9 +137,23 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 	if err != nil {
 		return DeliveryResult{}, err
 	}
-	rcv.SetSecret(hook.Secret)
 	log.Info("fleet and webhook ready", "farm", fl.farm, "devices", len(fl.devices), "receiver", rcv.URL)
+	var engine *EngineResult
+	if !cfg.NoEngine && target.temporal != "" {
+		e, err := Engine(ctx, EngineConfig{
+			TemporalAddress: target.temporal, Namespace: or(cfg.Namespace, "default"), Rate: cfg.Rate,
+			Duration: cfg.Duration, Drain: cfg.Drain, Concurrency: cfg.Concurrency, Logger: log,
+		}, rcv, hook.Secret)
+		if err != nil {
+			return DeliveryResult{}, err
+		}
+		engine = &e
+	}
+	rcv.Reset(hook.Secret)
 	r := runDelivery(ctx, cfg, target, fl, rcv)
+	if engine != nil {
+		r.Engine, r.VsEngine = engine, vsEngine(r, *engine)
+	}
 	r.StartedServer = target.started
 	if target.pid > 0 {
 		if m, err := ReadMemory(target.pid); err == nil {
@@ -116,6 +166,7 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 // target is the server under test.
 type target struct {
 	url, databaseURL string
+	temporal         string // host:port of its Temporal frontend
 	pid              int
 	started          string
 }
@@ -144,6 +195,7 @@ func startDev(ctx context.Context, cfg DeliveryConfig, caFile string, log *slog.
 		"FURROW_DEV_DATA_DIR=" + dataDir, "FURROW_DEV_TEMPORAL_ADDR=" + frontend, "FURROW_DEV_UI_ADDR=" + ui,
 		"FURROW_WEBHOOK_ALLOW_PRIVATE=true", "FURROW_WEBHOOK_CA_FILE=" + caFile,
 	}
+	t.temporal = frontend
 	log.Info("starting furrow dev", "binary", cfg.Binary, "redis", cfg.RedisURL != "")
 	stop, err := startServer(ctx, cfg.Binary, "dev", cfg.DatabaseURL, cfg.RedisURL, env, t)
 	if err != nil {

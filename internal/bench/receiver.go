@@ -60,6 +60,15 @@ func StartReceiver(certDir string) (*Receiver, error) {
 // SetSecret sets the webhook secret deliveries are verified with.
 func (r *Receiver) SetSecret(s string) { r.secret.Store(&s) }
 
+// Reset forgets every delivery received so far and verifies the next ones
+// with secret, so that one receiver serves two runs alike.
+func (r *Receiver) Reset(secret string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.arrivals, r.seen, r.dups, r.rejected = map[string]time.Time{}, map[string]bool{}, 0, 0
+	r.secret.Store(&secret)
+}
+
 // Close stops the receiver.
 func (r *Receiver) Close() error { return r.srv.Close() }
 

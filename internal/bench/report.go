@@ -67,6 +67,23 @@ func (r DeliveryResult) Print(w io.Writer) {
 	if r.Memory != nil {
 		fmt.Fprintf(w, "  server memory: rss %s (anonymous %s), peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Anon), mib(r.Memory.Peak))
 	}
+	if r.Engine != nil {
+		r.Engine.Print(w)
+		fmt.Fprintf(w, "furrow vs bare engine: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's\n",
+			r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99)
+	}
+}
+
+// Print writes e for people.
+func (e EngineResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "bare engine (same Temporal, same rate; one local activity POSTing, eager start): %d started, %d start errors\n", e.Started, e.StartErrors)
+	fmt.Fprintf(w, "  start call latency %s\n", e.StartLatency)
+	fmt.Fprintf(w, "  start -> receiver latency %s\n", e.Latency)
+	fmt.Fprintf(w, "  delivered during load: %d = %.1f/s; delivered in all: %d after %.1fs of drain; missing %d, rejected %d\n",
+		e.InLoad, e.PerSecond, e.Delivered, e.DrainTime.Seconds(), e.Missing, e.Rejected)
+	b := e.Backlog
+	fmt.Fprintf(w, "  backlog (started, not yet received): %d at a quarter of the run, %d at the end, max %d; slope %+.2f/s; grew: %v\n",
+		b.StartOutstanding, b.EndOutstanding, b.MaxOutstanding, b.Slope, b.Grew)
 }
 
 // Check reports a broken guarantee: a 5xx, a request without an answer, an

@@ -163,6 +163,17 @@ func TestSmokeDelivery(t *testing.T) {
 		Backlog   struct {
 			Samples []json.RawMessage `json:"samples"`
 		} `json:"backlog"`
+		Engine struct {
+			Started   int64   `json:"started"`
+			Delivered int64   `json:"delivered"`
+			Missing   int64   `json:"missing"`
+			Rejected  int64   `json:"rejected"`
+			Latency   summary `json:"delivery_latency"`
+		} `json:"engine"`
+		VsEngine struct {
+			Rate float64 `json:"rate"`
+			P50  float64 `json:"latency_p50"`
+		} `json:"vs_engine"`
 	}
 	runBench(t, &r, "delivery", "--rate", "10", "--duration", "3s", "--drain", "60s")
 	if r.Accepted == 0 || r.Status["201"] != r.Accepted {
@@ -174,5 +185,15 @@ func TestSmokeDelivery(t *testing.T) {
 	r.Latency.check(t, "delivery", r.Accepted)
 	if len(r.Backlog.Samples) == 0 {
 		t.Error("no backlog samples")
+	}
+	// The bare engine ran first on the same embedded Temporal and receiver,
+	// which verified its signatures, and the run compared the two.
+	e := r.Engine
+	if e.Started == 0 || e.Delivered != e.Started || e.Missing != 0 || e.Rejected != 0 {
+		t.Errorf("bare engine %+v; want every started workflow delivered and verified", e)
+	}
+	e.Latency.check(t, "bare engine", e.Started)
+	if r.VsEngine.Rate <= 0 || r.VsEngine.P50 <= 0 {
+		t.Errorf("vs engine %+v; want both ratios", r.VsEngine)
 	}
 }

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/sender"
+)
+
+// EngineConfig sets up a bare-engine run: Temporal itself delivering to the
+// receiver, with none of Furrow's work around it.
+type EngineConfig struct {
+	// TemporalAddress and Namespace name the Temporal that Furrow under
+	// test uses, so that both runs measure the same engine.
+	TemporalAddress string
+	Namespace       string
+	Rate            float64
+	Duration        time.Duration
+	Drain           time.Duration
+	Concurrency     int
+	Logger          *slog.Logger
+}
+
+// EngineResult is what a bare-engine run measured. Latency runs from the
+// start call to the receiver's first sight of the event, the engine's
+// counterpart of Furrow's 201-to-receiver latency.
+type EngineResult struct {
+	Started      int64         `json:"started"`
+	StartErrors  int64         `json:"start_errors"`
+	StartLatency Summary       `json:"start_latency"`
+	Latency      Summary       `json:"delivery_latency"`
+	Delivered    int64         `json:"delivered"`
+	InLoad       int64         `json:"delivered_during_load"`
+	PerSecond    float64       `json:"deliveries_per_second"`
+	Missing      int64         `json:"missing"`
+	Rejected     int64         `json:"rejected"`
+	DrainTime    time.Duration `json:"-"`
+	Backlog      Backlog       `json:"backlog"`
+}
+
+// engineWorkflowName is the bare engine's workflow type.
+const engineWorkflowName = "FurrowBenchEngine"
+
+// engineInput is what the bare engine's workflow is started with: the
+// event to deliver, named, not carried, as Furrow's deliveries are.
+type engineInput struct {
+	EventID string
+	Value   string
+	AtMs    int64
+}
+
+// Engine measures the bare engine on cfg's Temporal: at cfg.Rate per second
+// for cfg.Duration it starts, eagerly, a workflow that makes one local
+// activity POSTing a signed event to rcv, the shape of a Furrow delivery's
+// first attempt, on a task queue of its own served by a worker in this
+// process. It then waits up to cfg.Drain for the last deliveries. rcv is
+// reset first and verifies with secret.
+func Engine(ctx context.Context, cfg EngineConfig, rcv *Receiver, secret string) (EngineResult, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	post, err := newEnginePoster(rcv, secret)
+	if err != nil {
+		return EngineResult{}, err
+	}
+	c, err := client.Dial(client.Options{
+		HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
+		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	})
+	if err != nil {
+		return EngineResult{}, fmt.Errorf("engine: connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	defer c.Close()
+	queue := "furrow-bench-engine-" + randomHex(4)
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(post.workflow, workflow.RegisterOptions{Name: engineWorkflowName})
+	if err := w.Start(); err != nil {
+		return EngineResult{}, fmt.Errorf("engine: start worker: %w", err)
+	}
+	defer w.Stop()
+	rcv.Reset(secret)
+	log.Info("bare engine run", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace, "task_queue", queue, "rate", cfg.Rate)
+	return runEngine(ctx, cfg, c, queue, rcv), nil
+}
+
+// runEngine offers the load and gathers the figures.
+func runEngine(ctx context.Context, cfg EngineConfig, c client.Client, queue string, rcv *Receiver) EngineResult {
+	var (
+		mu      sync.Mutex
+		started = map[string]time.Time{} // value -> start call made
+		count   atomic.Int64
+	)
+	run := randomHex(4)
+	p := newPace(cfg.Duration, cfg.Rate)
+	s := startSampler(ctx, "", "", p.start, func() int64 { return count.Load() - rcv.received() })
+	tl := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, tl *tally) {
+		value := "engine-" + strconv.FormatInt(i, 10)
+		in := engineInput{EventID: furrow.NewEventID(), Value: value}
+		opts := client.StartWorkflowOptions{
+			ID: "bench-engine/" + run + "/" + strconv.FormatInt(i, 10), TaskQueue: queue, EnableEagerStart: true,
+		}
+		began := time.Now()
+		in.AtMs = began.UnixMilli()
+		mu.Lock()
+		started[value] = began
+		mu.Unlock()
+		if _, err := c.ExecuteWorkflow(ctx, opts, engineWorkflowName, in); err != nil {
+			tl.failures++
+			tl.lastErr = err
+			mu.Lock()
+			delete(started, value)
+			mu.Unlock()
+			return
+		}
+		tl.latencies = append(tl.latencies, time.Since(began))
+		count.Add(1)
+	})
+	loadEnd := time.Now()
+	samples := s.stop()
+	drained := waitDrained(ctx, rcv, count.Load(), cfg.Drain)
+	r := EngineResult{Started: count.Load(), StartErrors: tl.failures, StartLatency: Summarize(tl.latencies), DrainTime: drained}
+	rcv.mu.Lock()
+	lat := make([]time.Duration, 0, len(started))
+	for value, at := range started {
+		arrived, ok := rcv.arrivals[value]
+		if !ok {
+			r.Missing++
+			continue
+		}
+		lat = append(lat, max(arrived.Sub(at), 0))
+		if !arrived.After(loadEnd) {
+			r.InLoad++
+		}
+	}
+	r.Delivered, r.Rejected = int64(len(rcv.seen)), rcv.rejected
+	rcv.mu.Unlock()
+	r.Latency = Summarize(lat)
+	r.PerSecond = perSecond(r.InLoad, loadEnd.Sub(p.start))
+	r.Backlog = analyse(samples, cfg.Duration, cfg.Rate)
+	return r
+}
+
+// enginePoster is the bare engine's delivery: the event's body signed in
+// both schemes, as Furrow sends it, POSTed to the receiver.
+type enginePoster struct {
+	url    string
+	secret string
+	farm   uuid.UUID
+	http   *http.Client
+}
+
+func newEnginePoster(rcv *Receiver, secret string) (*enginePoster, error) {
+	pem, err := os.ReadFile(rcv.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("engine: receiver certificate: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("engine: receiver certificate %s holds no PEM certificate", rcv.CAFile)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: 64}
+	return &enginePoster{url: rcv.URL, secret: secret, farm: uuid.New(), http: &http.Client{Transport: tr, Timeout: furrow.DeliveryTimeout}}, nil
+}
+
+// workflow makes the one local activity, retried like Furrow's first
+// attempt would be if the receiver did not answer.
+func (p *enginePoster) workflow(ctx workflow.Context, in engineInput) error {
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: furrow.DeliveryTimeout + 5*time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+	})
+	return workflow.ExecuteLocalActivity(ctx, p.post, in).Get(ctx, nil)
+}
+
+// post sends the event named by in and fails unless the receiver answers
+// 2xx.
+func (p *enginePoster) post(ctx context.Context, in engineInput) error {
+	e := furrow.Event{ID: in.EventID, Type: furrow.EventMetricValue, FarmID: p.farm, OccurredAtMs: in.AtMs}
+	data := furrow.MetricValueData{DeviceID: p.farm, MetricID: 220, Value: in.Value, Timestamp: in.AtMs}
+	e.Data = data.AppendJSON(nil)
+	body, err := json.Marshal(e) // as activities.Deliver encodes the event
+	if err != nil {
+		return err
+	}
+	d := sender.Delivery{URL: p.url, Secret: p.secret, EventID: e.ID, DeliveryID: uuid.NewString(), At: time.Now(), Body: body}
+	req, err := d.Request(ctx)
+	if err != nil {
+		return err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("receiver answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
