@@ -82,5 +82,6 @@ func (db *DB) PruneReadings(ctx context.Context, before time.Time) (int64, error
 	if before.IsZero() {
 		return 0, db.readingParts.ensureAhead(ctx, db, db.clock.Now())
 	}
-	return db.readingParts.prune(ctx, db, before)
+	n, _, err := db.readingParts.prune(ctx, db, before)
+	return n, err
 }

@@ -77,10 +77,11 @@ type DB struct {
 	clock  furrow.Clock
 	log    *slog.Logger
 	ingest *ingester
-	// attemptParts and readingParts are the day partitions of the delivery
-	// log and of readings.
+	// attemptParts, readingParts and eventParts are the day partitions of
+	// the delivery log, of readings and of events.
 	attemptParts *dayPartitions
 	readingParts *dayPartitions
+	eventParts   *dayPartitions
 	obs          IngestMetrics
 	traceParent  func(context.Context) string
 	keys         *keyring.Ring
@@ -123,6 +124,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics, traceParent: opts.TraceParent, keys: opts.Keys,
 		attemptParts: &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
 		readingParts: &dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
+		eventParts:   &dayPartitions{parent: "events", prefix: "events_p", estimate: true, keep: holdsUndispatched},
 	}
 	db.ingest = startIngester(db, opts.Writers, opts.MaxBatch)
 	return db, nil
