@@ -36,6 +36,14 @@ type dayPartitions struct {
 	known sync.Map // day start (ms) -> struct{}: partitions known to exist
 }
 
+// newDayPartitions returns the day partitions of the delivery log, of
+// readings and of events.
+func newDayPartitions() (attempts, readings, events *dayPartitions) {
+	return &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
+		&dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
+		&dayPartitions{parent: "events", prefix: "events_p", estimate: true, keep: holdsUndispatched}
+}
+
 // partition is one partition of a parent and its range [from, to) in ms;
 // from is nil for MINVALUE.
 type partition struct {
@@ -67,7 +75,7 @@ func (p *dayPartitions) ensure(ctx context.Context, db *DB, stamps ...int64) err
 	if len(days) == 0 {
 		return nil
 	}
-	return p.create(ctx, db, days)
+	return p.create(ctx, db.pool, days)
 }
 
 // withPartitions runs write once the day partitions of stamps exist in
@@ -98,7 +106,7 @@ func (db *DB) withPartitions(ctx context.Context, stamps []int64, write func() e
 }
 
 // ensureAhead creates the partitions of the partitionsAhead days from now.
-func (p *dayPartitions) ensureAhead(ctx context.Context, db *DB, now time.Time) error {
+func (p *dayPartitions) ensureAhead(ctx context.Context, db beginner, now time.Time) error {
 	days := make([]time.Time, partitionsAhead)
 	for i := range days {
 		days[i] = utcDay(now).AddDate(0, 0, i)
@@ -115,10 +123,15 @@ func (p *dayPartitions) isKnown(day time.Time) bool {
 // missing (dropped by another process).
 func (p *dayPartitions) forget() { p.known.Clear() }
 
+// beginner is a pool or a connection.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
 // create makes the missing partitions of days, under a lock that keeps
 // processes from racing on the same DDL.
-func (p *dayPartitions) create(ctx context.Context, db *DB, days []time.Time) error {
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+func (p *dayPartitions) create(ctx context.Context, db beginner, days []time.Time) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
@@ -209,7 +222,7 @@ const dropLockTimeout = "5s"
 // returns how many rows they held (estimated when p.estimate) and the
 // partitions that p.keep kept.
 func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (int64, []string, error) {
-	if err := p.ensureAhead(ctx, db, db.clock.Now()); err != nil {
+	if err := p.ensureAhead(ctx, db.pool, db.clock.Now()); err != nil {
 		return 0, nil, err
 	}
 	parts, err := p.list(ctx, db.pool)

@@ -121,11 +121,9 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
 	}
+	attempts, readings, events := newDayPartitions()
 	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics, traceParent: opts.TraceParent, keys: opts.Keys,
-		attemptParts: &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
-		readingParts: &dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
-		eventParts:   &dayPartitions{parent: "events", prefix: "events_p", estimate: true, keep: holdsUndispatched},
-	}
+		attemptParts: attempts, readingParts: readings, eventParts: events}
 	db.ingest = startIngester(db, opts.Writers, opts.MaxBatch)
 	return db, nil
 }
