@@ -120,5 +120,6 @@ func (db *DB) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]f
 // go, so the cost does not grow with the log, and attempts are kept up to a
 // day longer than asked. It also creates the partitions of the next days.
 func (db *DB) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
-	return db.attemptParts.prune(ctx, db, before)
+	n, _, err := db.attemptParts.prune(ctx, db, before)
+	return n, err
 }

@@ -35,3 +35,16 @@ func MigrateUpTo(ctx context.Context, databaseURL, version string) error {
 
 // SweepCandidatesSQL is the offline sweep's candidate query, for plan tests.
 const SweepCandidatesSQL = sweepCandidatesSQL
+
+// ClaimSQL and BacklogSQL are the outbox's queries, for plan tests; their
+// last parameter is the outbox floor.
+const (
+	ClaimSQL   = claimSQL
+	BacklogSQL = backlogSQL
+)
+
+// RaiseOutboxFloor raises the outbox floor as retention does.
+func RaiseOutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.raiseOutboxFloor(ctx) }
+
+// OutboxFloor returns the outbox floor.
+func OutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.outboxFloor(ctx) }
