@@ -2,6 +2,7 @@ package sender
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,14 +28,21 @@ const vectorsPath = "../../webhook/testdata/signature-vectors.json"
 // vector is what these tests read of a case of the vectors file; the
 // receiver's tests read the verdicts.
 type vector struct {
-	Name       string            `json:"name"`
-	Secret     string            `json:"secret"`
+	Name   string `json:"name"`
+	Secret string `json:"secret"`
+	// Secrets, in the cases of a rotation, are every secret the receiver
+	// holds instead of Secret.
+	Secrets    []string          `json:"secrets"`
 	BodyBase64 string            `json:"body_base64"`
 	Headers    map[string]string `json:"headers"`
 	Expect     map[string]string `json:"expect"`
 	Sender     *struct {
 		EventID  string `json:"event_id"`
 		SentAtMs int64  `json:"sent_at_ms"`
+		// Secret and PreviousSecret sign in the cases of a rotation;
+		// otherwise the case's Secret signs.
+		Secret         string `json:"secret"`
+		PreviousSecret string `json:"previous_secret"`
 	} `json:"sender"`
 }
 
@@ -76,13 +84,17 @@ func (v vector) header() http.Header {
 // TestVectorsSender checks that the sender produces exactly the headers of
 // every case that names its event and time.
 func TestVectorsSender(t *testing.T) {
-	n := 0
+	n, overlaps := 0, 0
 	for _, c := range loadVectors(t) {
 		if c.Sender == nil {
 			continue
 		}
 		n++
-		d := Delivery{Secret: c.Secret, EventID: c.Sender.EventID, DeliveryID: "d", At: time.UnixMilli(c.Sender.SentAtMs), Body: c.body(t)}
+		d := Delivery{Secret: cmp.Or(c.Sender.Secret, c.Secret), Previous: c.Sender.PreviousSecret,
+			EventID: c.Sender.EventID, DeliveryID: "d", At: time.UnixMilli(c.Sender.SentAtMs), Body: c.body(t)}
+		if d.Previous != "" {
+			overlaps++
+		}
 		h := d.Header()
 		for _, name := range []string{webhook.SignatureHeader, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader} {
 			if got := h.Get(name); got != c.Headers[name] {
@@ -90,8 +102,8 @@ func TestVectorsSender(t *testing.T) {
 			}
 		}
 	}
-	if n < 3 {
-		t.Fatalf("only %d sender cases", n)
+	if n < 3 || overlaps < 1 {
+		t.Fatalf("only %d sender cases, %d of them during a rotation's overlap", n, overlaps)
 	}
 }
 
@@ -103,11 +115,7 @@ func TestVectorsSender(t *testing.T) {
 func TestVectorsStandardLibrary(t *testing.T) {
 	for _, c := range loadVectors(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			wh, err := standardwebhooks.NewWebhook(c.Secret)
-			if err != nil {
-				t.Fatalf("NewWebhook: %v", err)
-			}
-			err = wh.VerifyIgnoringTimestamp(c.body(t), c.header())
+			err := c.verifyStandardLibrary(t)
 			switch want := c.Expect[webhook.StandardSignatureHeader]; want {
 			case "valid", "too_old":
 				if err != nil {
@@ -126,6 +134,27 @@ func TestVectorsStandardLibrary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// verifyStandardLibrary verifies the case with the library for each
+// secret the receiver holds: nil when one matches, else the last error.
+func (v vector) verifyStandardLibrary(t *testing.T) error {
+	t.Helper()
+	secrets := v.Secrets
+	if len(secrets) == 0 {
+		secrets = []string{v.Secret}
+	}
+	var err error
+	for _, secret := range secrets {
+		wh, nerr := standardwebhooks.NewWebhook(secret)
+		if nerr != nil {
+			t.Fatalf("NewWebhook: %v", nerr)
+		}
+		if err = wh.VerifyIgnoringTimestamp(v.body(t), v.header()); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // TestEnvelopeDecodes checks that the receiver's Event reads every field
