@@ -178,9 +178,10 @@ func TestEnvelopeDecodes(t *testing.T) {
 	}
 }
 
-// TestPythonReceiverServes runs the Python example receiver and sends it
-// deliveries signed by the sender: each scheme alone is accepted, a
-// changed body is refused.
+// TestPythonReceiverServes runs the Python example receiver, holding two
+// secrets as while a secret is rotated, and sends it deliveries signed by
+// the sender: each scheme alone is accepted, with either secret and during
+// the overlap; a changed body and another secret are refused.
 func TestPythonReceiverServes(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -193,8 +194,9 @@ func TestPythonReceiverServes(t *testing.T) {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
 	const secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+	next := furrow.NewWebhookSecret()
 	cmd := exec.Command(python, "../../examples/receiver-python/receiver.py", "--port", port)
-	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret)
+	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+next+","+secret)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -202,8 +204,8 @@ func TestPythonReceiverServes(t *testing.T) {
 	body := []byte(`{"id":"evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70","type":"metric.value","data":{"value":"21.50"}}`)
 	// send posts b with the headers of a delivery of body, so that a
 	// changed b no longer matches its signatures.
-	send := func(b []byte, drop ...string) int {
-		d := Delivery{Secret: secret, EventID: "evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70", DeliveryID: "d", At: time.Now(), Body: body}
+	send := func(d Delivery, b []byte, drop ...string) int {
+		d.EventID, d.DeliveryID, d.At, d.Body = "evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70", "d", time.Now(), body
 		h := d.Header()
 		for _, name := range drop {
 			h.Del(name)
@@ -222,16 +224,22 @@ func TestPythonReceiverServes(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if got := send(body); got != http.StatusNoContent {
-		t.Errorf("both schemes: %d, want 204", got)
+	old, overlap, rotated, other := Delivery{Secret: secret}, Delivery{Secret: next, Previous: secret}, Delivery{Secret: next}, Delivery{Secret: furrow.NewWebhookSecret()}
+	for _, d := range []Delivery{old, overlap, rotated} {
+		if got := send(d, body); got != http.StatusNoContent {
+			t.Errorf("both schemes (previous %t): %d, want 204", d.Previous != "", got)
+		}
+		if got := send(d, body, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader); got != http.StatusNoContent {
+			t.Errorf("X-Service-Signature alone (previous %t): %d, want 204", d.Previous != "", got)
+		}
+		if got := send(d, body, webhook.SignatureHeader); got != http.StatusNoContent {
+			t.Errorf("webhook-signature alone (previous %t): %d, want 204", d.Previous != "", got)
+		}
 	}
-	if got := send(body, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader); got != http.StatusNoContent {
-		t.Errorf("X-Service-Signature alone: %d, want 204", got)
-	}
-	if got := send(body, webhook.SignatureHeader); got != http.StatusNoContent {
-		t.Errorf("webhook-signature alone: %d, want 204", got)
-	}
-	if got := send(append(body[:len(body):len(body)], ' ')); got != http.StatusUnauthorized {
+	if got := send(old, append(body[:len(body):len(body)], ' ')); got != http.StatusUnauthorized {
 		t.Errorf("changed body: %d, want 401", got)
+	}
+	if got := send(other, body); got != http.StatusUnauthorized {
+		t.Errorf("another secret: %d, want 401", got)
 	}
 }
