@@ -29,10 +29,10 @@ type receiver struct {
 func newReceiver(secrets []string, log *slog.Logger) *receiver {
 	return &receiver{
 		secrets: secrets,
-		seen:   newSeenSet(100_000),
-		queue:  make(chan webhook.Event, queueSize),
-		done:   make(chan struct{}),
-		log:    log,
+		seen:    newSeenSet(100_000),
+		queue:   make(chan webhook.Event, queueSize),
+		done:    make(chan struct{}),
+		log:     log,
 	}
 }
 
