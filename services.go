@@ -115,7 +115,8 @@ type Claim struct {
 
 // WebhookService manages webhooks and their delivery log.
 type WebhookService interface {
-	// CreateWebhook stores w; ID, Secret, Enabled are set by the caller.
+	// CreateWebhook stores w; ID, Secret, Enabled are set by the caller,
+	// and the SecretVersion is 1.
 	CreateWebhook(ctx context.Context, w Webhook) (Webhook, error)
 	// Webhook returns a farm's webhook.
 	Webhook(ctx context.Context, farmID, id uuid.UUID) (Webhook, error)
@@ -125,6 +126,13 @@ type WebhookService interface {
 	Webhooks(ctx context.Context, farmID uuid.UUID) ([]Webhook, error)
 	// DeleteWebhook removes a farm's webhook.
 	DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error
+	// RotateWebhookSecret makes secret the farm's webhook's current secret
+	// and adds one to its SecretVersion. With an overlap above zero the
+	// secret it replaces becomes PreviousSecret until the store's now plus
+	// overlap (a previous secret of an earlier rotation is dropped);
+	// with none there is no previous secret. A previous secret whose
+	// overlap has ended by the store's clock is never returned by any read.
+	RotateWebhookSecret(ctx context.Context, farmID, id uuid.UUID, secret string, overlap time.Duration) (Webhook, error)
 	// SetWebhookState writes the enabled flag and failure counter. Only the
 	// per-webhook workflow calls it.
 	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error

@@ -21,6 +21,17 @@ type Webhook struct {
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	// EventTypes empty means every type.
 	EventTypes []string `json:"event_types"`
+
+	// SecretVersion numbers Secret: 1 at creation, one more at each
+	// rotation. The attempt log names signers by it.
+	SecretVersion int `json:"secret_version"`
+	// PreviousSecret is the secret the last rotation replaced, while its
+	// overlap lasts; its version is SecretVersion-1. It is never shown:
+	// its owner had it already.
+	PreviousSecret string `json:"-"`
+	// PreviousSecretUntilMs ends the overlap (epoch ms, the store's clock
+	// at rotation plus the overlap); 0 when there is no previous secret.
+	PreviousSecretUntilMs int64 `json:"previous_secret_until_ms,omitempty"`
 }
 
 // Subscribes reports whether w wants events of type t.
@@ -40,4 +51,8 @@ type Attempt struct {
 	Error        string    `json:"error"`
 	DurationMs   int64     `json:"duration_ms"`
 	AtMs         int64     `json:"at_ms"`
+	// SignedWith lists the SecretVersion of each secret that signed the
+	// request, X-Service-Signature's signer first; empty when nothing was
+	// sent. It never holds a secret.
+	SignedWith []int `json:"signed_with"`
 }

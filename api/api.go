@@ -68,11 +68,23 @@ type Deps struct {
 	Ready     Pinger             // nil: always ready
 	Clock     furrow.Clock       // nil: the system clock
 	Logger    *slog.Logger       // nil: logs are discarded
+	Metrics   Metrics            // nil: nothing is counted
 	// Live serves GET /api/live, after the API authenticated the user and
 	// authorized the topics, and LivePage GET /live, when set.
 	Live     LiveServer
 	LivePage http.Handler
 }
+
+// Metrics counts what the management API changes, for the process's
+// metrics (cmd/furrow wires *telemetry.Metrics).
+type Metrics interface {
+	// SecretRotated counts a rotated webhook signing secret.
+	SecretRotated()
+}
+
+type noMetrics struct{}
+
+func (noMetrics) SecretRotated() {}
 
 // server carries the configuration and dependencies of the handlers.
 type server struct {
@@ -102,6 +114,9 @@ func New(cfg Config, deps Deps) http.Handler {
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = noMetrics{}
 	}
 	if deps.Limiter == nil {
 		deps.Limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, deps.Clock)

@@ -45,6 +45,7 @@ func TestContract(t *testing.T) {
 		"furrow_dispatch_backoff_seconds":          {dto.MetricType_GAUGE, nil},
 		"furrow_webhook_secrets":                   {dto.MetricType_GAUGE, []string{"state"}},
 		"furrow_webhook_secrets_sealing":           {dto.MetricType_GAUGE, nil},
+		"furrow_webhook_secret_rotations_total":    {dto.MetricType_COUNTER, nil},
 	}
 	mfs, err := m.Registry().Gather()
 	if err != nil {

@@ -31,6 +31,7 @@ type Metrics struct {
 	latency        prometheus.Histogram
 	disabled       prometheus.Counter
 	offline        prometheus.Counter
+	rotations      prometheus.Counter
 	dispatch       dispatchMetrics
 }
 
@@ -52,6 +53,7 @@ func New() *Metrics {
 	m.latency = histogram(reg, "furrow_delivery_latency_seconds", "From the event's occurred_at_ms to the receiver's 2xx.", []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400})
 	m.disabled = counter(reg, "furrow_webhooks_disabled_total", "Webhooks disabled after consecutive failed chains.")
 	m.offline = counter(reg, "furrow_devices_offline_total", "Devices marked offline (device.offline emitted).")
+	m.rotations = counter(reg, "furrow_webhook_secret_rotations_total", "Webhook signing secrets rotated through the API.")
 	m.dispatch = newDispatchMetrics(reg)
 	for _, r := range []string{furrow.OutcomeDelivered, furrow.AttemptRetried, furrow.OutcomeFailed, furrow.OutcomeSkipped} {
 		m.attempts.WithLabelValues(r) // Every result is shown from the start, at 0.
@@ -127,6 +129,13 @@ func (m *Metrics) Delivered(latency time.Duration) {
 func (m *Metrics) WebhookDisabled() {
 	if m != nil {
 		m.disabled.Inc()
+	}
+}
+
+// SecretRotated records a webhook signing secret rotated.
+func (m *Metrics) SecretRotated() {
+	if m != nil {
+		m.rotations.Inc()
 	}
 }
 

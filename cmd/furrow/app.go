@@ -88,7 +88,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	}, api.Deps{
 		Users: db, Farms: db, Devices: db, Readings: obs.tracing.Readings(db), Events: db, Webhooks: db,
 		Limiter: m.Limiter(limiter), Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
-		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log,
+		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log, Metrics: m,
 		Live: s.live, LivePage: live.PageHandler(),
 	})
 	b := cfg.Bounds
