@@ -128,6 +128,13 @@ type WebhookService interface {
 	// SetWebhookState writes the enabled flag and failure counter. Only the
 	// per-webhook workflow calls it.
 	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error
+	// TransitionWebhook writes t's enabled flag and failure counter, its
+	// Seq, time and cause as the webhook's StateSeq, StateChangedAtMs and
+	// StateCause, and stores t.Event in the outbox, in one transaction. A
+	// webhook whose StateSeq is already t.Seq or more is left as it is and
+	// nothing is stored: written is false, so a retried write stores one
+	// event. Only the per-webhook workflow calls it.
+	TransitionWebhook(ctx context.Context, t WebhookTransition) (ev OutboxEvent, written bool, err error)
 	// AddAttempt appends a row to the delivery log. A row with the
 	// DeliveryID, WebhookID and AtMs of one already there is ECONFLICT.
 	AddAttempt(ctx context.Context, a Attempt) error

@@ -9,13 +9,15 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-const webhookColumns = "id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types"
+const webhookColumns = "id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, " +
+	"state_seq, coalesce(state_changed_at_ms, 0), coalesce(state_cause, '')"
 
 // scanWebhook reads a row of webhookColumns and opens its secret.
 func (db *DB) scanWebhook(row pgx.Row) (furrow.Webhook, error) {
 	var w furrow.Webhook
 	var keyID *string
-	err := row.Scan(&w.ID, &w.FarmID, &w.URL, &w.Secret, &keyID, &w.Enabled, &w.ConsecutiveFailures, &w.EventTypes)
+	err := row.Scan(&w.ID, &w.FarmID, &w.URL, &w.Secret, &keyID, &w.Enabled, &w.ConsecutiveFailures, &w.EventTypes,
+		&w.StateSeq, &w.StateChangedAtMs, &w.StateCause)
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}
