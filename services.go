@@ -171,7 +171,8 @@ type Waker interface {
 
 // DeliveryControl is the delivery engine as the API sees it.
 type DeliveryControl interface {
-	// Reenable sends the reenable signal to the webhook's workflow.
+	// Reenable sends the reenable signal to the webhook's workflow, saying
+	// the API sent it.
 	Reenable(ctx context.Context, webhookID uuid.UUID) error
 	// Redeliver starts a new delivery of each event to w and returns how
 	// many were started.

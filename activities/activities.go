@@ -56,6 +56,8 @@ type Metrics interface {
 	Delivered(latency time.Duration)
 	// WebhookDisabled counts a webhook disabled by its failed chains.
 	WebhookDisabled()
+	// WebhookLifecycleEvent counts a lifecycle event stored, by type.
+	WebhookLifecycleEvent(eventType string)
 	// DevicesOffline counts n devices marked offline.
 	DevicesOffline(n int)
 }
@@ -66,6 +68,7 @@ func (noMetrics) DeliveryAttempt(string, time.Duration) {}
 func (noMetrics) DeliveryChain(string)                  {}
 func (noMetrics) Delivered(time.Duration)               {}
 func (noMetrics) WebhookDisabled()                      {}
+func (noMetrics) WebhookLifecycleEvent(string)          {}
 func (noMetrics) DevicesOffline(int)                    {}
 
 func (a *Activities) metrics() Metrics {
