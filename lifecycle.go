@@ -93,8 +93,11 @@ func (t WebhookTransition) Event(farm uuid.UUID) Event {
 	if t.Enabled {
 		e.Type, e.Data = EventWebhookEnabled, mustJSON(WebhookEnabledData{WebhookID: t.WebhookID, By: t.By})
 	} else {
-		e.Type, e.Data = EventWebhookDisabled, mustJSON(WebhookDisabledData{
-			WebhookID: t.WebhookID, FailedChains: t.Failures, LastStatusCode: t.LastStatusCode, LastError: t.LastError})
+		d := WebhookDisabledData{WebhookID: t.WebhookID, FailedChains: t.Failures, LastStatusCode: t.LastStatusCode}
+		if t.LastStatusCode == 0 { // An answer says it all; the error text only repeats it.
+			d.LastError = t.LastError
+		}
+		e.Type, e.Data = EventWebhookDisabled, mustJSON(d)
 	}
 	return e
 }

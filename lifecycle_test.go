@@ -2,6 +2,7 @@ package furrow
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -54,6 +55,10 @@ func TestTransitionEvent(t *testing.T) {
 	var data WebhookEnabledData
 	if e2.ID == e.ID || e2.Type != EventWebhookEnabled || json.Unmarshal(e2.Data, &data) != nil || data.By != EnabledByAPI || on.Cause() != EnabledByAPI {
 		t.Fatalf("enabling event %+v", e2)
+	}
+	answered := WebhookTransition{WebhookID: hook, Seq: 5, Failures: 5, LastStatusCode: 400, LastError: "endpoint answered 400"}
+	if !strings.Contains(string(answered.Event(farm).Data), `"last_status_code":400,"last_error":""`) {
+		t.Fatalf("an answered attempt's error text is kept: %s", answered.Event(farm).Data)
 	}
 	other := WebhookTransition{WebhookID: uuid.New(), Seq: 3}
 	if other.Event(farm).ID == e.ID {

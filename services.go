@@ -164,6 +164,14 @@ type Publisher interface {
 	Publish(r LiveReading)
 }
 
+// EventPublisher publishes stored farm events to the live-updates bus, on
+// their farm's events topic. Like Publisher it is best effort. Publishers
+// hand it every farm event but metric.value, which the readings topics
+// carry already.
+type EventPublisher interface {
+	PublishEvent(e Event)
+}
+
 // Waker wakes the outbox dispatcher after events were committed.
 type Waker interface {
 	Wake()

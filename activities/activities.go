@@ -39,6 +39,9 @@ type Activities struct {
 	// Reporter hands chain reports to the per-webhook workflows; cmd wires
 	// it to Temporal.
 	Reporter ChainReporter
+	// Live publishes the events the activities store (webhook lifecycle,
+	// device.offline) on the live bus; nil publishes nothing.
+	Live furrow.EventPublisher
 	// Metrics records attempts, chains, disabled webhooks and offline
 	// devices; nil records nothing.
 	Metrics Metrics
@@ -76,6 +79,13 @@ func (a *Activities) metrics() Metrics {
 		return noMetrics{}
 	}
 	return a.Metrics
+}
+
+// publish hands a stored event to the live bus, when there is one.
+func (a *Activities) publish(e furrow.Event) {
+	if a.Live != nil {
+		a.Live.PublishEvent(e)
+	}
 }
 
 func (a *Activities) logger() *slog.Logger {

@@ -62,8 +62,10 @@ func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInpu
 
 // TransitionWebhook writes a change of the webhook's enabled flag and
 // stores its lifecycle event, once however often it is retried (see
-// furrow.WebhookService.TransitionWebhook). The event stored by this call
-// is counted and published to the live bus.
+// furrow.WebhookService.TransitionWebhook). The event is counted and
+// published on the live bus by the call that stored it; should that call's
+// answer be lost, its retry stores nothing and publishes nothing, and the
+// event is still delivered and listed.
 func (a *Activities) TransitionWebhook(ctx context.Context, in furrow.WebhookTransition) (SetWebhookStateResult, error) {
 	ev, written, err := a.Webhooks.TransitionWebhook(ctx, in)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
@@ -80,6 +82,7 @@ func (a *Activities) TransitionWebhook(ctx context.Context, in furrow.WebhookTra
 	if !in.Enabled {
 		a.metrics().WebhookDisabled()
 	}
+	a.publish(ev.Event)
 	return SetWebhookStateResult{}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,14 +51,32 @@ const (
 	minuteInMs = int64(time.Minute / time.Millisecond)
 )
 
+// published records the events published on the live bus.
+type published struct {
+	mu     sync.Mutex
+	events []furrow.Event
+}
+
+func (p *published) PublishEvent(e furrow.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, e)
+}
+
 func TestWebhookAnnouncesEachTransitionOnce(t *testing.T) {
 	f := newFixture("https://example.com", 0)
+	live := &published{}
 	sigs := append(failed(4), signal{failed: true, status: 503}, signal{failed: true}, // disabled, then one more
 		signal{reenable: true, api: true}, signal{reenable: true, api: true}) // enabled, then nothing to change
 	sigs = append(sigs, failed(5)...)
 	sigs = append(sigs, signal{reenable: true})
-	runWebhook(t, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, sigs)
+	env := newEnv()
+	runWebhookWith(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now), Live: live}, f,
+		workflows.WebhookInput{WebhookID: f.webhook.ID}, sigs)
 	es := wantLifecycle(t, f, disabled, byAPI, disabled, bySignal)
+	if len(live.events) != len(es) || live.events[0].ID != es[0].ID || live.events[3].ID != es[3].ID {
+		t.Fatalf("published on the live bus: %+v, want the stored events", live.events)
+	}
 	var d furrow.WebhookDisabledData
 	if err := json.Unmarshal(es[0].Data, &d); err != nil ||
 		d != (furrow.WebhookDisabledData{WebhookID: f.webhook.ID, FailedChains: furrow.MaxFailedChains, LastStatusCode: 503}) {
