@@ -65,6 +65,7 @@ func TestWebhookLifecycleEvents(t *testing.T) {
 	}
 	defer tc.Close()
 
+	events := newLiveClient(t, e.f.URL, e.fx.Token, "farms/"+e.fx.FarmID+"/events")
 	var disabledID string
 	t.Run("five failed chains: webhook.disabled reaches the webhook that lists it, once", func(t *testing.T) {
 		e.failFiveChains(t, failing.ID)
@@ -73,6 +74,9 @@ func TestWebhookLifecycleEvents(t *testing.T) {
 			t.Fatalf("webhook.disabled data %s", d.Data)
 		}
 		disabledID = d.EventID
+		if m := events.next(t, 10*time.Second); m.ID != disabledID || m.Type != "webhook.disabled" || m.FarmID != e.fx.FarmID {
+			t.Fatalf("the farm's live events topic got %+v, want %s", m, disabledID)
+		}
 		watcher.quiet(t, 3*time.Second)
 		evs := e.lifecycleEvents(t, "webhook.disabled")
 		if len(evs) != 1 || evs[0].ID != disabledID {
@@ -86,6 +90,9 @@ func TestWebhookLifecycleEvents(t *testing.T) {
 		d, data := nextLifecycle(t, watcher, "webhook.enabled", failing.ID)
 		if data.By != "api" || d.EventID == disabledID {
 			t.Fatalf("webhook.enabled %+v data %s, want by api", d, d.Data)
+		}
+		if m := events.next(t, 10*time.Second); m.ID != d.EventID || m.Type != "webhook.enabled" {
+			t.Fatalf("the farm's live events topic got %+v, want %s", m, d.EventID)
 		}
 	})
 
