@@ -28,13 +28,14 @@ func (db *DB) scanWebhook(row pgx.Row) (furrow.Webhook, error) {
 	return w, err
 }
 
-// CreateWebhook stores w as given (a nil ID gets a new one) and returns it;
-// nil or empty EventTypes means every type. An unknown farm is ENOTFOUND,
-// a taken id ECONFLICT.
+// CreateWebhook stores w as given (a nil ID gets a new one; no transition
+// yet) and returns it; nil or empty EventTypes means the default types. An
+// unknown farm is ENOTFOUND, a taken id ECONFLICT.
 func (db *DB) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webhook, error) {
 	if w.ID == uuid.Nil {
 		w.ID = uuid.New()
 	}
+	w.StateSeq, w.StateChangedAtMs, w.StateCause = 0, 0, ""
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}

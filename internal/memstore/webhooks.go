@@ -42,6 +42,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Web
 		}
 		stored := &webhook{w}
 		stored.EventTypes = slices.Clone(w.EventTypes)
+		stored.StateSeq, stored.StateChangedAtMs, stored.StateCause = 0, 0, "" // no transition yet
 		s.webhooks = append(s.webhooks, stored)
 		return stored.copied(), nil
 	})
