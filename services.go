@@ -136,6 +136,13 @@ type WebhookService interface {
 	// SetWebhookState writes the enabled flag and failure counter. Only the
 	// per-webhook workflow calls it.
 	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error
+	// TransitionWebhook writes t's enabled flag and failure counter, its
+	// Seq, time and cause as the webhook's StateSeq, StateChangedAtMs and
+	// StateCause, and stores t.Event in the outbox, in one transaction. A
+	// webhook whose StateSeq is already t.Seq or more is left as it is and
+	// nothing is stored: written is false, so a retried write stores one
+	// event. Only the per-webhook workflow calls it.
+	TransitionWebhook(ctx context.Context, t WebhookTransition) (ev OutboxEvent, written bool, err error)
 	// AddAttempt appends a row to the delivery log. A row with the
 	// DeliveryID, WebhookID and AtMs of one already there is ECONFLICT.
 	AddAttempt(ctx context.Context, a Attempt) error
@@ -165,6 +172,14 @@ type Publisher interface {
 	Publish(r LiveReading)
 }
 
+// EventPublisher publishes stored farm events to the live-updates bus, on
+// their farm's events topic. Like Publisher it is best effort. Publishers
+// hand it every farm event but metric.value, which the readings topics
+// carry already.
+type EventPublisher interface {
+	PublishEvent(e Event)
+}
+
 // Waker wakes the outbox dispatcher after events were committed.
 type Waker interface {
 	Wake()
@@ -172,7 +187,8 @@ type Waker interface {
 
 // DeliveryControl is the delivery engine as the API sees it.
 type DeliveryControl interface {
-	// Reenable sends the reenable signal to the webhook's workflow.
+	// Reenable sends the reenable signal to the webhook's workflow, saying
+	// the API sent it.
 	Reenable(ctx context.Context, webhookID uuid.UUID) error
 	// Redeliver starts a new delivery of each event to w and returns how
 	// many were started.

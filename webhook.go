@@ -19,7 +19,7 @@ type Webhook struct {
 	Secret              string    `json:"secret"`
 	Enabled             bool      `json:"enabled"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
-	// EventTypes empty means every type.
+	// EventTypes empty means DefaultEventTypes (see Subscribes).
 	EventTypes []string `json:"event_types"`
 
 	// SecretVersion numbers Secret: 1 at creation, one more at each
@@ -32,11 +32,26 @@ type Webhook struct {
 	// PreviousSecretUntilMs ends the overlap (epoch ms, the store's clock
 	// at rotation plus the overlap); 0 when there is no previous secret.
 	PreviousSecretUntilMs int64 `json:"previous_secret_until_ms,omitempty"`
+	// StateSeq numbers the changes of Enabled its workflow made (0 before
+	// the first); StateChangedAtMs and StateCause say when and why the
+	// last was made (0 and "" before it). See WebhookTransition.
+	StateSeq         int64  `json:"-"`
+	StateChangedAtMs int64  `json:"-"`
+	StateCause       string `json:"-"`
 }
 
-// Subscribes reports whether w wants events of type t.
+// Subscribes reports whether w receives farm events of type t: a webhook
+// that lists no types receives DefaultEventTypes, one that lists types
+// receives those. webhook.test is never received by subscription: it goes
+// to the webhook tested only.
 func (w Webhook) Subscribes(t string) bool {
-	return len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, t)
+	if t == EventWebhookTest {
+		return false
+	}
+	if len(w.EventTypes) == 0 {
+		return slices.Contains(DefaultEventTypes, t)
+	}
+	return slices.Contains(w.EventTypes, t)
 }
 
 // Attempt is one row of a webhook's delivery log. StatusCode is 0 when no

@@ -64,11 +64,14 @@ type Deps struct {
 	Delivery  furrow.DeliveryControl
 	Limiter   furrow.RateLimiter // nil: an in-process limiter of the standard size
 	Publisher furrow.Publisher   // nil: readings are not published
-	Waker     furrow.Waker       // nil: the dispatcher relies on its sweep
-	Ready     Pinger             // nil: always ready
-	Clock     furrow.Clock       // nil: the system clock
-	Logger    *slog.Logger       // nil: logs are discarded
-	Metrics   Metrics            // nil: nothing is counted
+	// EventPublisher publishes the app's events to the live bus; nil: they
+	// are not published.
+	EventPublisher furrow.EventPublisher
+	Waker          furrow.Waker // nil: the dispatcher relies on its sweep
+	Ready          Pinger       // nil: always ready
+	Clock          furrow.Clock // nil: the system clock
+	Logger         *slog.Logger // nil: logs are discarded
+	Metrics        Metrics      // nil: nothing is counted
 	// Live serves GET /api/live, after the API authenticated the user and
 	// authorized the topics, and LivePage GET /live, when set.
 	Live     LiveServer

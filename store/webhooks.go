@@ -11,7 +11,8 @@ import (
 )
 
 const webhookColumns = "id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, " +
-	"secret_version, previous_secret, previous_secret_key_id, coalesce(previous_secret_until_ms, 0)"
+	"secret_version, previous_secret, previous_secret_key_id, coalesce(previous_secret_until_ms, 0), " +
+	"state_seq, coalesce(state_changed_at_ms, 0), coalesce(state_cause, '')"
 
 // scanWebhook reads a row of webhookColumns and opens its secrets. A
 // previous secret whose overlap has ended by the store's clock is left
@@ -19,7 +20,8 @@ const webhookColumns = "id, farm_id, url, secret, secret_key_id, enabled, consec
 func (db *DB) scanWebhook(row pgx.Row) (w furrow.Webhook, expired bool, err error) {
 	var keyID, previous, previousKeyID *string
 	err = row.Scan(&w.ID, &w.FarmID, &w.URL, &w.Secret, &keyID, &w.Enabled, &w.ConsecutiveFailures, &w.EventTypes,
-		&w.SecretVersion, &previous, &previousKeyID, &w.PreviousSecretUntilMs)
+		&w.SecretVersion, &previous, &previousKeyID, &w.PreviousSecretUntilMs,
+		&w.StateSeq, &w.StateChangedAtMs, &w.StateCause)
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}
@@ -61,13 +63,14 @@ func (db *DB) clearExpired(ctx context.Context, ids []uuid.UUID) {
 	}
 }
 
-// CreateWebhook stores w as given (a nil ID gets a new one) and returns it;
-// nil or empty EventTypes means every type. An unknown farm is ENOTFOUND,
-// a taken id ECONFLICT.
+// CreateWebhook stores w as given (a nil ID gets a new one; no transition
+// yet) and returns it; nil or empty EventTypes means the default types. An
+// unknown farm is ENOTFOUND, a taken id ECONFLICT.
 func (db *DB) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webhook, error) {
 	if w.ID == uuid.Nil {
 		w.ID = uuid.New()
 	}
+	w.StateSeq, w.StateChangedAtMs, w.StateCause = 0, 0, ""
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}

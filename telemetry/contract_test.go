@@ -39,6 +39,7 @@ func TestContract(t *testing.T) {
 		"furrow_delivery_chains_total":             {dto.MetricType_COUNTER, []string{"outcome"}},
 		"furrow_delivery_latency_seconds":          {dto.MetricType_HISTOGRAM, nil},
 		"furrow_webhooks_disabled_total":           {dto.MetricType_COUNTER, nil},
+		"furrow_webhook_lifecycle_events_total":    {dto.MetricType_COUNTER, []string{"type"}},
 		"furrow_devices_offline_total":             {dto.MetricType_COUNTER, nil},
 		"furrow_dispatch_farm_failures_total":      {dto.MetricType_COUNTER, []string{"cause"}},
 		"furrow_dispatch_leases_released_total":    {dto.MetricType_COUNTER, nil},

@@ -31,16 +31,19 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // Histories replayed by TestReplay, kept as they were recorded: the
 // unprefixed ones before the delivery workflow's attempt-per-activity
 // change, those prefixed "attempt_per_activity_" after it and before its
-// outcome-search-attributes change. go test -run TestReplay -update
-// records the current ones (prefix).
+// outcome-search-attributes change, those prefixed
+// "outcome_search_attributes_" after it and before the webhook workflow's
+// lifecycle-events change. go test -run TestReplay -update records the
+// current ones (prefix).
 var histories = []string{
 	"delivery_rejected.json", "delivery_retried.json", "webhook.json",
 	"attempt_per_activity_delivery_rejected.json", "attempt_per_activity_delivery_retried.json", "attempt_per_activity_webhook.json",
+	"outcome_search_attributes_delivery_rejected.json", "outcome_search_attributes_delivery_retried.json", "outcome_search_attributes_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
 }
 
 // prefix names the histories recorded by the current code.
-const prefix = "outcome_search_attributes_"
+const prefix = "lifecycle_events_"
 
 // TestReplay replays recorded histories so that a non-deterministic change
 // of a workflow fails here before it fails running workflows.
@@ -58,10 +61,10 @@ func TestReplay(t *testing.T) {
 }
 
 // record runs a rejected delivery (reported as a failed chain, which fails
-// its workflow), a delivery
-// that succeeds on its second attempt (reported as a success after a
-// failure), and the webhook workflow they signal, and writes their
-// histories.
+// its workflow and, the webhook having failed chains before, disables it),
+// re-enables the webhook through the API's signal, runs a delivery that
+// succeeds on its second attempt, and writes the histories of both
+// deliveries and of the webhook workflow they signal.
 func record(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -78,7 +81,7 @@ func record(t *testing.T) {
 		hits++
 	}))
 	defer srv.Close()
-	f := newFixture(srv.URL, 0)
+	f := newFixture(srv.URL, furrow.MaxFailedChains-1)
 	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
 		Reporter: ftemporal.NewReporter(c)}
 	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
@@ -89,9 +92,15 @@ func record(t *testing.T) {
 
 	run(ctx, t, c, workflows.DeliveryWorkflowID(f.webhook.ID, f.event.ID), f, prefix+"delivery_rejected.json")
 	waitFor(t, func() bool { return len(f.store.Writes()) == 1 })
+	if err := ftemporal.NewControl(c, nil).Reenable(ctx, f.webhook.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
 	f.webhook = f.store.webhook(f.webhook.ID)
 	run(ctx, t, c, workflows.RedeliveryWorkflowID(f.webhook.ID, f.event.ID, "1"), f, prefix+"delivery_retried.json")
-	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
+	if n := len(f.store.lifecycleEvents(f.webhook.FarmID)); n != 2 {
+		t.Fatalf("%d lifecycle events recorded, want webhook.disabled and webhook.enabled", n)
+	}
 	export(ctx, t, c, workflows.WebhookWorkflowID(f.webhook.ID), prefix+"webhook.json")
 }
 

@@ -47,6 +47,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Web
 		w.SecretVersion, w.PreviousSecret, w.PreviousSecretUntilMs = 1, "", 0
 		stored := &webhook{w}
 		stored.EventTypes = slices.Clone(w.EventTypes)
+		stored.StateSeq, stored.StateChangedAtMs, stored.StateCause = 0, 0, "" // no transition yet
 		s.webhooks = append(s.webhooks, stored)
 		return stored.copied(s.nowMs()), nil
 	})

@@ -87,4 +87,5 @@ func APIServices(t *testing.T, newSubject New) {
 	t.Run("EventService", func(t *testing.T) { EventService(t, newSubject) })
 	t.Run("WebhookService", func(t *testing.T) { WebhookService(t, newSubject) })
 	t.Run("SecretRotation", func(t *testing.T) { SecretRotation(t, newSubject) })
+	t.Run("WebhookTransitions", func(t *testing.T) { WebhookTransitions(t, newSubject) })
 }
