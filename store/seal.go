@@ -54,9 +54,10 @@ var ErrNoKeyRing = errors.New("store: no key ring is configured, so there is not
 // SealSecrets seals the stored webhook secrets, the previous secrets of
 // rotations included, with the key ring's first key: the unsealed ones,
 // and with Reseal also those sealed with another key. Previous secrets
-// whose overlap has ended are cleared instead. It commits every BatchSize rows, locking them with SKIP LOCKED, so
-// that it runs beside serving and delivering processes and beside other
-// runs of itself, and an interrupted run is resumed by running it again.
+// whose overlap has ended are cleared instead. It commits every BatchSize
+// rows, locking them with SKIP LOCKED, so that it runs beside serving and
+// delivering processes and beside other runs of itself, and an
+// interrupted run is resumed by running it again.
 // A row another transaction holds is taken up in a later pass; it returns
 // once no row is left to do, or with an error when rows stayed held for
 // sealIdlePasses passes. A secret that does not open stops it with an
