@@ -36,9 +36,22 @@ func (db *DB) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition)
 	if err != nil {
 		return furrow.OutboxEvent{}, false, err
 	}
+	// The event's day may be past the partitions made ahead when a retried
+	// transition arrives late, and a late pending event must lower the
+	// outbox floor, as insertEvents does, in the same transaction.
+	if err := db.eventParts.ensure(ctx, db, t.AtMs); err != nil {
+		return furrow.OutboxEvent{}, false, translate(err, "transition webhook", "webhook")
+	}
+	now := db.nowMs()
 	var pending bool
-	err = db.pool.QueryRow(ctx, transitionSQL, t.WebhookID, t.Enabled, t.Failures, t.Seq, t.AtMs, t.Cause(),
-		id, e.Type, string(e.Data), db.nowMs()).Scan(&e.FarmID, &pending)
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, transitionSQL, t.WebhookID, t.Enabled, t.Failures, t.Seq, t.AtMs, t.Cause(),
+			id, e.Type, string(e.Data), now).Scan(&e.FarmID, &pending)
+		if err == nil && pending && t.AtMs < now-recentEvent.Milliseconds() {
+			_, err = tx.Exec(ctx, lowerFloorSQL, t.AtMs)
+		}
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return furrow.OutboxEvent{}, false, db.webhookExists(ctx, t)
 	}
