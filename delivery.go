@@ -52,7 +52,8 @@ func Retried(status int) bool {
 // ChainReport is how one delivery chain of a webhook ended, as its delivery
 // workflow tells the webhook's workflow (which counts failed chains). Only
 // failed chains, and delivered chains of a webhook that counts failed
-// chains, are reported. StatusCode and Error are those of the chain's last
+// chains, are reported; the chain of a test delivery (IsTestDelivery) never
+// is. StatusCode and Error are those of the chain's last
 // attempt.
 type ChainReport struct {
 	WebhookID  uuid.UUID

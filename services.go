@@ -135,6 +135,14 @@ type WebhookService interface {
 	Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]Attempt, error)
 	// PruneAttempts removes attempts older than before, in bounded work.
 	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
+
+	// AddTestEvent stores e, a webhook.test event (NewWebhookTestEvent),
+	// addressed to its webhook only: it is never claimed by the outbox nor
+	// listed with the farm's events, and is kept as long as attempts. An
+	// unknown webhook is ENOTFOUND.
+	AddTestEvent(ctx context.Context, webhookID uuid.UUID, e Event) error
+	// TestEvent returns a stored webhook.test event by id.
+	TestEvent(ctx context.Context, id string) (Event, error)
 }
 
 // RateLimiter decides whether a credential may make one more request.
@@ -169,6 +177,9 @@ type DeliveryControl interface {
 	// Redeliver starts a new delivery of each event to w and returns how
 	// many were started.
 	Redeliver(ctx context.Context, w Webhook, events []Event) (int, error)
+	// TestDelivery starts the delivery of e, a stored webhook.test event,
+	// to w only.
+	TestDelivery(ctx context.Context, w Webhook, e Event) error
 }
 
 // Retention removes what the service no longer needs to keep.

@@ -58,6 +58,8 @@ type Metrics interface {
 	WebhookDisabled()
 	// DevicesOffline counts n devices marked offline.
 	DevicesOffline(n int)
+	// TestDelivery counts a test delivery's chain that ended with outcome.
+	TestDelivery(outcome string)
 }
 
 type noMetrics struct{}
@@ -67,6 +69,7 @@ func (noMetrics) DeliveryChain(string)                  {}
 func (noMetrics) Delivered(time.Duration)               {}
 func (noMetrics) WebhookDisabled()                      {}
 func (noMetrics) DevicesOffline(int)                    {}
+func (noMetrics) TestDelivery(string)                   {}
 
 func (a *Activities) metrics() Metrics {
 	if a.Metrics == nil {

@@ -30,6 +30,10 @@ type DeliverInput struct {
 	FirstAttempt int
 	// Schedule is the delay after each failed attempt of the chain.
 	Schedule []furrow.Duration
+	// Test marks a test delivery (furrow.IsTestDelivery): its event is a
+	// stored webhook.test event, and it is sent even to a disabled webhook,
+	// since its owner is trying the endpoint before enabling it again.
+	Test bool `json:",omitempty"`
 }
 
 // DeliverResult is the outcome of an attempt that did not fail.
@@ -65,7 +69,7 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	if skip != "" {
 		row.Error, row.AtMs = skip, furrow.Millis(a.Clock.Now())
 		a.record(ctx, row)
-		a.observeSkip()
+		a.observeSkip(in)
 		res.Skipped, res.SkipReason = true, skip
 		return res, nil
 	}
@@ -91,10 +95,10 @@ func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook,
 		return w, e, nil, furrow.SkipWebhookDeleted, nil
 	} else if err != nil {
 		return w, e, nil, "", err
-	} else if !w.Enabled {
+	} else if !w.Enabled && !in.Test {
 		return w, e, nil, furrow.SkipWebhookDisabled, nil
 	}
-	e, err = a.Events.Event(ctx, in.EventID)
+	e, err = a.event(ctx, in)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return w, e, nil, furrow.SkipEventDeleted, nil
 	} else if err != nil {
@@ -102,6 +106,15 @@ func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook,
 	}
 	body, err := json.Marshal(e)
 	return w, e, body, "", err
+}
+
+// event reads the event to send: a farm event, or the test event of a
+// test delivery.
+func (a *Activities) event(ctx context.Context, in DeliverInput) (furrow.Event, error) {
+	if in.Test {
+		return a.Webhooks.TestEvent(ctx, in.EventID)
+	}
+	return a.Events.Event(ctx, in.EventID)
 }
 
 // sent is what one POST produced.

@@ -63,6 +63,10 @@ type Deps struct {
 	Webhooks  furrow.WebhookService
 	Delivery  furrow.DeliveryControl
 	Limiter   furrow.RateLimiter // nil: an in-process limiter of the standard size
+	// TestLimiter counts test deliveries per webhook
+	// (furrow.TestDeliveryLimit per furrow.TestDeliveryWindow); nil: an
+	// in-process one.
+	TestLimiter furrow.RateLimiter
 	Publisher furrow.Publisher   // nil: readings are not published
 	Waker     furrow.Waker       // nil: the dispatcher relies on its sweep
 	Ready     Pinger             // nil: always ready
@@ -105,6 +109,9 @@ func New(cfg Config, deps Deps) http.Handler {
 	}
 	if deps.Limiter == nil {
 		deps.Limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, deps.Clock)
+	}
+	if deps.TestLimiter == nil {
+		deps.TestLimiter = ratelimit.NewMemory(furrow.TestDeliveryLimit, furrow.TestDeliveryWindow, deps.Clock)
 	}
 	s := &server{cfg: cfg, keys: newKeyCache(keyCacheSize), Deps: deps}
 	return s.routes()

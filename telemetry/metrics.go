@@ -32,6 +32,7 @@ type Metrics struct {
 	disabled       prometheus.Counter
 	offline        prometheus.Counter
 	dispatch       dispatchMetrics
+	owners         ownerMetrics
 }
 
 // New returns the instruments registered on a new registry that also holds
@@ -53,6 +54,7 @@ func New() *Metrics {
 	m.disabled = counter(reg, "furrow_webhooks_disabled_total", "Webhooks disabled after consecutive failed chains.")
 	m.offline = counter(reg, "furrow_devices_offline_total", "Devices marked offline (device.offline emitted).")
 	m.dispatch = newDispatchMetrics(reg)
+	m.owners = newOwnerMetrics(reg)
 	for _, r := range []string{furrow.OutcomeDelivered, furrow.AttemptRetried, furrow.OutcomeFailed, furrow.OutcomeSkipped} {
 		m.attempts.WithLabelValues(r) // Every result is shown from the start, at 0.
 	}

@@ -74,12 +74,25 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 		out.Outcome, out.Error = furrow.OutcomeSkipped, res.SkipReason
 	}
 	workflow.SetCurrentDetails(ctx, c.ended(out))
-	if out.Outcome == furrow.OutcomeFailed || (out.Outcome == furrow.OutcomeDelivered && res.Failures > 0) {
+	if reported(in, out, res) {
 		if err := report(ctx, in, out); err != nil {
 			return out, err
 		}
 	}
 	return out, c.end(ctx, out)
+}
+
+// reported says whether the chain's end is reported to the webhook's
+// workflow: a failed chain, and a delivered one after failures, unless it
+// is a test delivery. A test delivery is never reported, so it never counts
+// toward furrow.MaxFailedChains nor resets the count: only deliveries of
+// farm events do. (No history holds a test delivery from before this rule,
+// so it needs no version.)
+func reported(in DeliveryInput, out DeliveryResult, res activities.DeliverResult) bool {
+	if furrow.IsTestDelivery(in.EventType) {
+		return false
+	}
+	return out.Outcome == furrow.OutcomeFailed || (out.Outcome == furrow.OutcomeDelivered && res.Failures > 0)
 }
 
 // chain is one delivery chain being run.
@@ -91,7 +104,8 @@ type chain struct {
 func newChain(in DeliveryInput) *chain {
 	schedule := furrow.ScheduleOrDefault(furrow.TimeDurations(in.Schedule))
 	return &chain{
-		in:       activities.DeliverInput{WebhookID: in.WebhookID, EventID: in.EventID, FirstAttempt: 1, Schedule: furrow.Durations(schedule)},
+		in: activities.DeliverInput{WebhookID: in.WebhookID, EventID: in.EventID, FirstAttempt: 1, Schedule: furrow.Durations(schedule),
+			Test: furrow.IsTestDelivery(in.EventType)},
 		schedule: schedule,
 	}
 }

@@ -173,6 +173,7 @@ func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, err
 		cut := furrow.Millis(before.UTC().Truncate(24 * time.Hour))
 		n := len(s.attempts)
 		s.attempts = slices.DeleteFunc(s.attempts, func(a attempt) bool { return a.AtMs < cut })
+		s.pruneTestEvents(furrow.Millis(before))
 		return int64(n - len(s.attempts)), nil
 	})
 }

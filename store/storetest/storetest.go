@@ -86,4 +86,5 @@ func APIServices(t *testing.T, newSubject New) {
 	t.Run("Idempotency", func(t *testing.T) { Idempotency(t, newSubject) })
 	t.Run("EventService", func(t *testing.T) { EventService(t, newSubject) })
 	t.Run("WebhookService", func(t *testing.T) { WebhookService(t, newSubject) })
+	t.Run("WebhookOwnerTools", func(t *testing.T) { WebhookOwnerTools(t, newSubject) })
 }
