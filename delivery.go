@@ -29,12 +29,16 @@ const (
 const AttemptRetried = "retry"
 
 // Why an attempt sent nothing: the error of its row in the attempt log and
-// of its delivery workflow's result.
+// of its delivery workflow's result. Each starts with SkipPrefix.
 const (
-	SkipWebhookDisabled = "skipped: webhook disabled"
-	SkipWebhookDeleted  = "skipped: webhook deleted"
-	SkipEventDeleted    = "skipped: event deleted"
+	SkipWebhookDisabled = SkipPrefix + "webhook disabled"
+	SkipWebhookDeleted  = SkipPrefix + "webhook deleted"
+	SkipEventDeleted    = SkipPrefix + "event deleted"
 )
+
+// SkipPrefix starts the error of every attempt row that sent nothing. The
+// delivery log's health index (migration 0015) leaves such rows out by it.
+const SkipPrefix = "skipped: "
 
 // Accepted reports whether an answer's status delivers the event: any 2xx,
 // whatever the body says.

@@ -143,6 +143,11 @@ type WebhookService interface {
 	AddTestEvent(ctx context.Context, webhookID uuid.UUID, e Event) error
 	// TestEvent returns a stored webhook.test event by id.
 	TestEvent(ctx context.Context, id string) (Event, error)
+	// AttemptHealth summarizes the attempt log of each webhook, in the
+	// order given, in one query: its attempts that sent something, over
+	// the HealthWindow up to now for the counts and durations, and over
+	// the whole log for the last delivery and failure.
+	AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]AttemptHealth, error)
 }
 
 // RateLimiter decides whether a credential may make one more request.

@@ -63,10 +63,6 @@ type Deps struct {
 	Webhooks  furrow.WebhookService
 	Delivery  furrow.DeliveryControl
 	Limiter   furrow.RateLimiter // nil: an in-process limiter of the standard size
-	// TestLimiter counts test deliveries per webhook
-	// (furrow.TestDeliveryLimit per furrow.TestDeliveryWindow); nil: an
-	// in-process one.
-	TestLimiter furrow.RateLimiter
 	Publisher furrow.Publisher   // nil: readings are not published
 	Waker     furrow.Waker       // nil: the dispatcher relies on its sweep
 	Ready     Pinger             // nil: always ready
@@ -76,6 +72,10 @@ type Deps struct {
 	// authorized the topics, and LivePage GET /live, when set.
 	Live     LiveServer
 	LivePage http.Handler
+	// TestLimiter counts test deliveries per webhook
+	// (furrow.TestDeliveryLimit per furrow.TestDeliveryWindow); nil: an
+	// in-process one.
+	TestLimiter furrow.RateLimiter
 }
 
 // server carries the configuration and dependencies of the handlers.

@@ -37,7 +37,7 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, webhookOut(wh))
+	writeJSON(w, http.StatusCreated, newWebhookView(wh))
 	return nil
 }
 
@@ -61,15 +61,16 @@ func webhookOut(w furrow.Webhook) furrow.Webhook {
 	return w
 }
 
-// listWebhooks lists the farm's webhooks, secrets included: 200.
+// listWebhooks lists the farm's webhooks, secrets and health included, the
+// health of all of them read at once: 200.
 func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	hooks, err := s.Webhooks.Webhooks(r.Context(), currentFarm(r))
 	if err != nil {
 		return err
 	}
-	out := make([]furrow.Webhook, 0, len(hooks))
-	for _, h := range hooks {
-		out = append(out, webhookOut(h))
+	out, err := s.withHealth(r, hooks)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -84,13 +85,17 @@ func (s *server) farmWebhook(r *http.Request) (furrow.Webhook, error) {
 	return s.Webhooks.Webhook(r.Context(), currentFarm(r), id)
 }
 
-// getWebhook answers one webhook, secret included: 200.
+// getWebhook answers one webhook, secret and health included: 200.
 func (s *server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	wh, err := s.farmWebhook(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, webhookOut(wh))
+	out, err := s.oneWithHealth(r, wh)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -123,14 +128,18 @@ func (s *server) enableWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	out, err := s.oneWithHealth(r, wh)
+	if err != nil {
+		return err
+	}
 	if done {
-		writeJSON(w, http.StatusOK, webhookOut(wh))
+		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
 	writeJSON(w, http.StatusAccepted, struct {
-		furrow.Webhook
+		webhookView
 		Reason string `json:"reason"`
-	}{webhookOut(wh), "Re-enabling was requested and will apply shortly; read the webhook again to see it."})
+	}{out, "Re-enabling was requested and will apply shortly; read the webhook again to see it."})
 	return nil
 }
 

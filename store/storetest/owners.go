@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -21,7 +23,7 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 			got, err := e.Webhooks.TestEvent(e.ctx, ev.ID)
 			e.must(err)
 			if got.ID != ev.ID || got.Type != furrow.EventWebhookTest || got.FarmID != f.ID ||
-				got.OccurredAtMs != ev.OccurredAtMs || string(got.Data) != string(ev.Data) {
+				got.OccurredAtMs != ev.OccurredAtMs || !sameJSON(got.Data, ev.Data) {
 				e.t.Fatalf("TestEvent = %+v, want %+v", got, ev)
 			}
 			listed, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
@@ -63,5 +65,54 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 			_, err = e.Webhooks.TestEvent(e.ctx, ev.ID)
 			e.wantCode(err, furrow.ENOTFOUND, "TestEvent after retention")
 		},
+		"HealthSummarizesTheWindowAndTheWholeLog": func(e *env) {
+			f, _ := e.farm()
+			w, quiet := e.webhook(f.ID), e.webhook(f.ID)
+			ev := furrow.NewEventID()
+			add := func(status int, errText string, durMs int64, at time.Time) {
+				e.must(e.Webhooks.AddAttempt(e.ctx, furrow.Attempt{DeliveryID: uuid.New(), WebhookID: w.ID, EventID: ev,
+					Attempt: 1, StatusCode: status, Error: errText, DurationMs: durMs, AtMs: furrow.Millis(at)}))
+			}
+			now := e.clock.Now()
+			old := now.Add(-furrow.HealthWindow - time.Hour)
+			add(200, "", 5, old.Add(-time.Minute))
+			add(503, "", 900, old)                                                // the last failure, outside the window
+			for i, d := range []int64{10, 20, 30, 40, 50, 60, 70, 80, 90, 1000} { // in the window
+				add(200, "", d, now.Add(-time.Duration(20-i)*time.Minute))
+			}
+			add(0, furrow.SkipWebhookDisabled, 0, now) // skipped: left out
+			hs, err := e.Webhooks.AttemptHealth(e.ctx, []uuid.UUID{quiet.ID, w.ID})
+			e.must(err)
+			if len(hs) != 2 || hs[0].WebhookID != quiet.ID || hs[1].WebhookID != w.ID {
+				e.t.Fatalf("AttemptHealth = %+v, want one per webhook in order", hs)
+			}
+			if q := hs[0]; q.Attempts != 0 || q.LastDeliveredAtMs != nil || q.LastFailure != nil || q.P50DurationMs != nil {
+				e.t.Fatalf("a webhook without attempts: %+v", q)
+			}
+			h := hs[1]
+			lastOK := furrow.Millis(now.Add(-11 * time.Minute))
+			if h.Attempts != 10 || h.Delivered != 10 || h.LastDeliveredAtMs == nil || *h.LastDeliveredAtMs != lastOK {
+				e.t.Fatalf("health %+v, want 10 delivered attempts, the last at %d", h, lastOK)
+			}
+			if h.P50DurationMs == nil || *h.P50DurationMs != 50 || h.P95DurationMs == nil || *h.P95DurationMs != 1000 {
+				e.t.Fatalf("durations p50 %v p95 %v, want 50 and 1000", h.P50DurationMs, h.P95DurationMs)
+			}
+			if h.LastFailure == nil || h.LastFailure.StatusCode != 503 || h.LastFailure.AtMs != furrow.Millis(old) {
+				e.t.Fatalf("last failure %+v, want the 503", h.LastFailure)
+			}
+			add(0, "timeout after 10s", 10000, now.Add(time.Second))
+			hs, err = e.Webhooks.AttemptHealth(e.ctx, []uuid.UUID{w.ID})
+			e.must(err)
+			if f := hs[0].LastFailure; f == nil || f.StatusCode != 0 || f.Error != "timeout after 10s" || hs[0].Attempts != 11 {
+				e.t.Fatalf("after a timeout: %+v", hs[0])
+			}
+		},
 	})
+}
+
+// sameJSON reports whether a and b hold the same JSON value, whatever the
+// order of their keys (jsonb keeps its own).
+func sameJSON(a, b []byte) bool {
+	var va, vb any
+	return json.Unmarshal(a, &va) == nil && json.Unmarshal(b, &vb) == nil && reflect.DeepEqual(va, vb)
 }
