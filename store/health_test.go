@@ -49,8 +49,8 @@ func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
 	_, err = conn.Exec(ctx, `INSERT INTO delivery_attempts
 		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
 		SELECT gen_random_uuid(), ($1::uuid[])[1 + i % 20], gen_random_uuid(), 1,
-			CASE WHEN i % 10 = 0 THEN 503 WHEN i % 50 = 1 THEN 0 ELSE 200 END, '',
-			CASE WHEN i % 50 = 1 THEN $3 ELSE '' END, i % 997, $2::bigint - (i * 2592)::bigint
+			CASE WHEN i / 20 % 10 = 0 THEN 503 WHEN i / 20 % 50 = 1 THEN 0 ELSE 200 END, '',
+			CASE WHEN i / 20 % 50 = 1 THEN $3 ELSE '' END, i % 997, $2::bigint - (i * 2592)::bigint
 		FROM generate_series(1, 100000) AS i`, ids, furrow.Millis(now), furrow.SkipWebhookDisabled)
 	if err != nil {
 		t.Fatal(err)
@@ -79,12 +79,14 @@ func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
 		}
 	}
 	t.Logf("plan of the health query of 20 webhooks over 100,000 attempts:\n%s", plan)
-	start := time.Now()
-	hs, err := db.AttemptHealth(ctx, ids)
-	if err != nil {
-		t.Fatal(err)
+	var hs []furrow.AttemptHealth
+	for range 2 { // the second run is the steady state, with a warm cache
+		start := time.Now()
+		if hs, err = db.AttemptHealth(ctx, ids); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("AttemptHealth of 20 webhooks took %s", time.Since(start))
 	}
-	t.Logf("AttemptHealth of 20 webhooks took %s", time.Since(start))
 	total := 0
 	for _, h := range hs {
 		total += h.Attempts

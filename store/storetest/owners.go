@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"encoding/json"
-	"reflect"
 	"testing"
 	"time"
 
@@ -110,9 +108,3 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 	})
 }
 
-// sameJSON reports whether a and b hold the same JSON value, whatever the
-// order of their keys (jsonb keeps its own).
-func sameJSON(a, b []byte) bool {
-	var va, vb any
-	return json.Unmarshal(a, &va) == nil && json.Unmarshal(b, &vb) == nil && reflect.DeepEqual(va, vb)
-}
