@@ -148,6 +148,9 @@ type WebhookService interface {
 	// the HealthWindow up to now for the counts and durations, and over
 	// the whole log for the last delivery and failure.
 	AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]AttemptHealth, error)
+	// UpdateWebhook applies p to a farm's webhook and returns it as it is
+	// now.
+	UpdateWebhook(ctx context.Context, farmID, id uuid.UUID, p WebhookPatch) (Webhook, error)
 }
 
 // RateLimiter decides whether a credential may make one more request.

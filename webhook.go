@@ -21,6 +21,9 @@ type Webhook struct {
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	// EventTypes empty means every type.
 	EventTypes []string `json:"event_types"`
+	// MaxPerSecond caps the attempts sent to the webhook each second
+	// across every process; nil is unlimited (ValidateMaxPerSecond).
+	MaxPerSecond *float64 `json:"max_per_second"`
 }
 
 // Subscribes reports whether w wants events of type t.

@@ -17,8 +17,9 @@ const reenablePoll = 50 * time.Millisecond
 // webhook, its secret included.
 func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		URL        string   `json:"url"`
-		EventTypes []string `json:"event_types"`
+		URL          string   `json:"url"`
+		EventTypes   []string `json:"event_types"`
+		MaxPerSecond *float64 `json:"max_per_second"`
 	}
 	if err := s.decodeBody(w, r, &in); err != nil {
 		return err
@@ -30,9 +31,12 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := furrow.ValidateMaxPerSecond(in.MaxPerSecond); err != nil {
+		return err
+	}
 	wh, err := s.Webhooks.CreateWebhook(r.Context(), furrow.Webhook{
 		ID: uuid.New(), FarmID: currentFarm(r), URL: in.URL, Secret: furrow.NewWebhookSecret(),
-		Enabled: true, EventTypes: types,
+		Enabled: true, EventTypes: types, MaxPerSecond: in.MaxPerSecond,
 	})
 	if err != nil {
 		return err

@@ -9,13 +9,15 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-const webhookColumns = "id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types"
+const webhookColumns = "id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types" +
+	", max_per_second"
 
 // scanWebhook reads a row of webhookColumns and opens its secret.
 func (db *DB) scanWebhook(row pgx.Row) (furrow.Webhook, error) {
 	var w furrow.Webhook
 	var keyID *string
-	err := row.Scan(&w.ID, &w.FarmID, &w.URL, &w.Secret, &keyID, &w.Enabled, &w.ConsecutiveFailures, &w.EventTypes)
+	err := row.Scan(&w.ID, &w.FarmID, &w.URL, &w.Secret, &keyID, &w.Enabled, &w.ConsecutiveFailures, &w.EventTypes,
+		&w.MaxPerSecond)
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}
@@ -38,9 +40,11 @@ func (db *DB) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webho
 	}
 	stored, keyID := db.sealSecret(w.ID, w.Secret)
 	_, err := db.pool.Exec(ctx, `INSERT INTO webhooks
-		(id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, created_at_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		w.ID, w.FarmID, w.URL, stored, keyID, w.Enabled, w.ConsecutiveFailures, w.EventTypes, db.nowMs())
+		(id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, created_at_ms,
+		max_per_second)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		w.ID, w.FarmID, w.URL, stored, keyID, w.Enabled, w.ConsecutiveFailures, w.EventTypes, db.nowMs(),
+		w.MaxPerSecond)
 	if err != nil {
 		return furrow.Webhook{}, translate(err, "create webhook", "webhook")
 	}

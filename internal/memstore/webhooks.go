@@ -19,6 +19,7 @@ type webhook struct{ furrow.Webhook }
 func (w *webhook) copied() furrow.Webhook {
 	out := w.Webhook
 	out.EventTypes = append([]string{}, w.EventTypes...)
+	out.MaxPerSecond = copyRate(w.MaxPerSecond)
 	return out
 }
 
@@ -42,6 +43,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Web
 		}
 		stored := &webhook{w}
 		stored.EventTypes = slices.Clone(w.EventTypes)
+		stored.MaxPerSecond = copyRate(w.MaxPerSecond)
 		s.webhooks = append(s.webhooks, stored)
 		return stored.copied(), nil
 	})

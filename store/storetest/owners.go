@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -105,6 +106,46 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 				e.t.Fatalf("after a timeout: %+v", hs[0])
 			}
 		},
+		"UpdateWebhookKeepsWhatIsLeftOut": func(e *env) {
+			f, _ := e.farm()
+			other, _ := e.farm()
+			w := e.webhook(f.ID, furrow.EventTriggerFired)
+			rate, url := 2.5, "https://hooks.example.com/moved"
+			got, err := e.Webhooks.UpdateWebhook(e.ctx, f.ID, w.ID, furrow.WebhookPatch{SetMaxPerSecond: true, MaxPerSecond: &rate})
+			e.must(err)
+			if got.MaxPerSecond == nil || *got.MaxPerSecond != rate || got.URL != w.URL || !slices.Equal(got.EventTypes, w.EventTypes) {
+				e.t.Fatalf("after setting the rate: %+v", got)
+			}
+			got, err = e.Webhooks.UpdateWebhook(e.ctx, f.ID, w.ID, furrow.WebhookPatch{URL: &url, EventTypes: []string{}})
+			e.must(err)
+			if got.MaxPerSecond == nil || *got.MaxPerSecond != rate || got.URL != url || len(got.EventTypes) != 0 {
+				e.t.Fatalf("after moving: %+v", got)
+			}
+			read, err := e.Webhooks.WebhookByID(e.ctx, w.ID)
+			e.must(err)
+			if !sameWebhook(read, got) {
+				e.t.Fatalf("read %+v, want %+v", read, got)
+			}
+			got, err = e.Webhooks.UpdateWebhook(e.ctx, f.ID, w.ID, furrow.WebhookPatch{SetMaxPerSecond: true})
+			e.must(err)
+			if got.MaxPerSecond != nil {
+				e.t.Fatalf("unlimited again: %+v", got)
+			}
+			_, err = e.Webhooks.UpdateWebhook(e.ctx, other.ID, w.ID, furrow.WebhookPatch{URL: &url})
+			e.wantCode(err, furrow.ENOTFOUND, "UpdateWebhook(other farm)")
+		},
+		"RateIsStoredOnCreate": func(e *env) {
+			f, _ := e.farm()
+			rate := 10.0
+			w, err := e.Webhooks.CreateWebhook(e.ctx, furrow.Webhook{FarmID: f.ID, URL: "https://hooks.example.com/r",
+				Secret: furrow.WebhookSecretPrefix + "c2VjcmV0", Enabled: true, MaxPerSecond: &rate})
+			e.must(err)
+			rate = 99 // the store keeps its own copy
+			got, err := e.Webhooks.WebhookByID(e.ctx, w.ID)
+			e.must(err)
+			if got.MaxPerSecond == nil || *got.MaxPerSecond != 10 {
+				e.t.Fatalf("stored rate %v", got.MaxPerSecond)
+			}
+		},
 	})
 }
-

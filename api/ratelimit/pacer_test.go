@@ -1,0 +1,76 @@
+package ratelimit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/furrowhq/furrow/internal/testclock"
+	"github.com/furrowhq/furrow/internal/testenv"
+)
+
+// TestPacerSpacesSlotsAcrossProcesses gives two Pacers (two processes) one
+// Redis: the slots they hand out for a webhook are one interval apart,
+// while another webhook's first slot is now.
+func TestPacerSpacesSlotsAcrossProcesses(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := "furrow-test:pace:" + uuid.NewString() + ":"
+	a, b := NewPacer(c, prefix, nil), NewPacer(c, prefix, nil)
+	ctx := context.Background()
+	hook, other := uuid.New(), uuid.New()
+	var waits []time.Duration
+	for i := range 20 {
+		p := a
+		if i%2 == 1 {
+			p = b
+		}
+		w, err := p.Reserve(ctx, hook, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	// Slot i comes i intervals (100 ms) after the first, give or take the
+	// time the calls took.
+	for i, w := range waits {
+		want := time.Duration(i) * 100 * time.Millisecond
+		if w < want-50*time.Millisecond || w > want+5*time.Millisecond {
+			t.Fatalf("slot %d in %s, want about %s (all: %v)", i, w, want, waits)
+		}
+	}
+	if w, err := a.Reserve(ctx, other, 10); err != nil || w != 0 {
+		t.Fatalf("another webhook waits %s (%v), want its slot now", w, err)
+	}
+}
+
+// TestPacerFallsBackToTheProcess keeps spacing slots when Redis does not
+// answer, at the same rate within the process.
+func TestPacerFallsBackToTheProcess(t *testing.T) {
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = dead.Close() })
+	p := NewPacer(dead, "furrow-test:pace:", nil)
+	hook := uuid.New()
+	first, err1 := p.Reserve(context.Background(), hook, 4)
+	second, err2 := p.Reserve(context.Background(), hook, 4)
+	if err1 != nil || err2 != nil || first != 0 || second < 200*time.Millisecond || second > 250*time.Millisecond {
+		t.Fatalf("without Redis: slots in %s (%v) and %s (%v), want now and about 250ms", first, err1, second, err2)
+	}
+}
+
+func TestLocalPacer(t *testing.T) {
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	l := NewLocalPacer(clock)
+	hook := uuid.New()
+	for i, want := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
+		if w, _ := l.Reserve(context.Background(), hook, 2); w != want {
+			t.Fatalf("slot %d in %s, want %s", i, w, want)
+		}
+	}
+	clock.Advance(5 * time.Second)
+	if w, _ := l.Reserve(context.Background(), hook, 2); w != 0 {
+		t.Fatalf("after a pause: %s, want now", w)
+	}
+}
