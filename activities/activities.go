@@ -42,6 +42,9 @@ type Activities struct {
 	// Metrics records attempts, chains, disabled webhooks and offline
 	// devices; nil records nothing.
 	Metrics Metrics
+	// Pacer keeps attempts within each webhook's max_per_second; nil
+	// sends every attempt at once.
+	Pacer Pacer
 }
 
 // Metrics receives what the activities did, for the process's metrics
@@ -60,6 +63,9 @@ type Metrics interface {
 	DevicesOffline(n int)
 	// TestDelivery counts a test delivery's chain that ended with outcome.
 	TestDelivery(outcome string)
+	// DeliveryThrottled counts an attempt that waited for its webhook's
+	// rate.
+	DeliveryThrottled()
 }
 
 type noMetrics struct{}
@@ -70,6 +76,7 @@ func (noMetrics) Delivered(time.Duration)               {}
 func (noMetrics) WebhookDisabled()                      {}
 func (noMetrics) DevicesOffline(int)                    {}
 func (noMetrics) TestDelivery(string)                   {}
+func (noMetrics) DeliveryThrottled()                    {}
 
 func (a *Activities) metrics() Metrics {
 	if a.Metrics == nil {

@@ -34,6 +34,13 @@ type DeliverInput struct {
 	// stored webhook.test event, and it is sent even to a disabled webhook,
 	// since its owner is trying the endpoint before enabling it again.
 	Test bool `json:",omitempty"`
+	// Paced makes the attempt keep to the webhook's max_per_second: it
+	// takes a slot of the rate first and, when the slot is not near, sends
+	// nothing and returns Throttled. Workflows set it since pacingChange.
+	Paced bool `json:",omitempty"`
+	// Reserved says the slot was taken by the Throttled call before this
+	// one, so the attempt sends at once.
+	Reserved bool `json:",omitempty"`
 }
 
 // DeliverResult is the outcome of an attempt that did not fail.
@@ -47,6 +54,13 @@ type DeliverResult struct {
 	SkipReason string `json:",omitempty"`
 	// Failures is the webhook's failure counter read by the attempt.
 	Failures int
+	// Throttled says the attempt sent nothing and wrote no row: the slot
+	// it took of the webhook's Rate (attempts a second) comes after Wait.
+	// It is not an attempt of the chain; the workflow waits and makes it
+	// then, with Reserved.
+	Throttled bool            `json:",omitempty"`
+	Wait      furrow.Duration `json:",omitempty"`
+	Rate      float64         `json:",omitempty"`
 }
 
 // Deliver makes one attempt to POST the event to the webhook and writes one
@@ -74,6 +88,10 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 		return res, nil
 	}
 	res.Failures = w.ConsecutiveFailures
+	if wait := a.pace(ctx, in, w); wait > 0 {
+		res.Throttled, res.Wait, res.Rate = true, furrow.Duration(wait), *w.MaxPerSecond
+		return res, nil
+	}
 	sent := a.post(ctx, w, in.EventID, row.DeliveryID, body)
 	row.StatusCode, row.ResponseBody, row.Error = sent.status, sent.body, sent.errText
 	row.DurationMs, row.AtMs = sent.duration.Milliseconds(), furrow.Millis(sent.at)

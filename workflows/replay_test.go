@@ -31,16 +31,19 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // Histories replayed by TestReplay, kept as they were recorded: the
 // unprefixed ones before the delivery workflow's attempt-per-activity
 // change, those prefixed "attempt_per_activity_" after it and before its
-// outcome-search-attributes change. go test -run TestReplay -update
-// records the current ones (prefix).
+// outcome-search-attributes change, those prefixed
+// "outcome_search_attributes_" after it and before the webhook-rate change.
+// go test -run TestReplay -update records the current ones (prefix); their
+// redelivery first waits for the webhook's rate.
 var histories = []string{
 	"delivery_rejected.json", "delivery_retried.json", "webhook.json",
 	"attempt_per_activity_delivery_rejected.json", "attempt_per_activity_delivery_retried.json", "attempt_per_activity_webhook.json",
+	"outcome_search_attributes_delivery_rejected.json", "outcome_search_attributes_delivery_retried.json", "outcome_search_attributes_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
 }
 
 // prefix names the histories recorded by the current code.
-const prefix = "outcome_search_attributes_"
+const prefix = "webhook_rate_"
 
 // TestReplay replays recorded histories so that a non-deterministic change
 // of a workflow fails here before it fails running workflows.
@@ -80,7 +83,7 @@ func record(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(srv.URL, 0)
 	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
-		Reporter: ftemporal.NewReporter(c)}
+		Reporter: ftemporal.NewReporter(c), Pacer: &pacer{waits: []time.Duration{0, time.Second}}}
 	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -89,6 +92,10 @@ func record(t *testing.T) {
 
 	run(ctx, t, c, workflows.DeliveryWorkflowID(f.webhook.ID, f.event.ID), f, prefix+"delivery_rejected.json")
 	waitFor(t, func() bool { return len(f.store.Writes()) == 1 })
+	rate := 1.0
+	if _, err := f.store.UpdateWebhook(ctx, f.webhook.FarmID, f.webhook.ID, furrow.WebhookPatch{SetMaxPerSecond: true, MaxPerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
 	f.webhook = f.store.webhook(f.webhook.ID)
 	run(ctx, t, c, workflows.RedeliveryWorkflowID(f.webhook.ID, f.event.ID, "1"), f, prefix+"delivery_retried.json")
 	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
