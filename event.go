@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -63,8 +64,36 @@ const eventIDPrefix = "evt_"
 // EventID returns the evt_<uuid> identifier of the event whose uuid is id.
 func EventID(id uuid.UUID) string { return eventIDPrefix + id.String() }
 
-// NewEventID returns a fresh evt_<uuid> identifier.
-func NewEventID() string { return EventID(uuid.New()) }
+// NewEventID returns a fresh evt_<uuid> identifier of an event occurring
+// now.
+func NewEventID() string { return EventID(NewEventUUID(time.Now().UnixMilli())) }
+
+// NewEventUUID returns a fresh UUIDv7 whose time is atMs, the event's
+// occurred_at_ms, so that an event's id tells the day it occurred and a
+// store partitioned by day finds it from the id alone. A time a UUIDv7
+// cannot hold (before 1970, after the year 10889) gets a random v4 uuid.
+func NewEventUUID(atMs int64) uuid.UUID {
+	if atMs < 0 || atMs >= 1<<48 {
+		return uuid.New()
+	}
+	u := uuid.Must(uuid.NewV7())
+	for i := range 6 {
+		u[i] = byte(atMs >> (40 - 8*i))
+	}
+	return u
+}
+
+// EventUUIDTime returns the time (Unix ms) a UUIDv7 event id holds; ok is
+// false for other versions, whose time the id does not tell.
+func EventUUIDTime(u uuid.UUID) (ms int64, ok bool) {
+	if u.Version() != 7 {
+		return 0, false
+	}
+	for i := range 6 {
+		ms = ms<<8 | int64(u[i])
+	}
+	return ms, true
+}
 
 // ParseEventID returns the uuid inside an evt_<uuid> identifier, or an
 // EINVALID error.

@@ -193,7 +193,8 @@ type DeliveryControl interface {
 // Retention removes what the service no longer needs to keep.
 type Retention interface {
 	// PruneEvents removes dispatched events that occurred before before, in
-	// bounded batches, and returns how many were removed.
+	// bounded work that never removes an undispatched event, and returns
+	// about how many were removed.
 	PruneEvents(ctx context.Context, before time.Time) (int64, error)
 	// PruneReadings creates the readings partitions of the coming days
 	// and, unless before is zero (keep forever), drops the whole day

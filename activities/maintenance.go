@@ -54,8 +54,8 @@ type PruneResult struct {
 }
 
 // Prune removes delivery attempts and dispatched outbox events older than
-// in.Keep. Attempts go by whole day partitions, events in bounded batches,
-// so the cost does not grow with the tables.
+// in.Keep. Both go by whole day partitions, so the cost does not grow with
+// the tables; a day still holding an undispatched event is kept.
 func (a *Activities) Prune(ctx context.Context, in PruneInput) (PruneResult, error) {
 	before := a.Clock.Now().Add(-time.Duration(in.Keep))
 	var r PruneResult

@@ -122,7 +122,7 @@ func (db *DB) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]f
 // The test events, which only attempts refer to, go when they are older
 // than before.
 func (db *DB) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
-	n, err := db.attemptParts.prune(ctx, db, before)
+	n, _, err := db.attemptParts.prune(ctx, db, before)
 	if err != nil {
 		return n, err
 	}

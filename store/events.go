@@ -3,11 +3,15 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/furrowhq/furrow"
 )
@@ -97,16 +101,44 @@ func storedEvents(rows pgx.Rows) (stored, pending map[uuid.UUID]bool, err error)
 	return stored, pending, err
 }
 
-// CreateEvent stores e in the outbox and returns it. An empty ID gets a new
-// evt_<uuid> and a zero OccurredAtMs the clock's now; empty Data is {}.
-// A malformed id, unknown type or non-object data is EINVALID, an unknown
-// farm ENOTFOUND, a taken id ECONFLICT.
-func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.OutboxEvent, error) {
-	if e.ID == "" {
-		e.ID = furrow.NewEventID()
+// insertEvents stores rows through q with insertEventsSQL and keeps the
+// outbox floor at or before each pending one (see recentEvent): one that
+// occurred before nowMs-recentEvent lowers the floor, so q must then be a
+// transaction. It returns what storedEvents does.
+func insertEvents(ctx context.Context, q execQuerier, rows *eventRows, nowMs int64) (stored, pending map[uuid.UUID]bool, err error) {
+	res, _ := q.Query(ctx, insertEventsSQL, rows.args(nowMs)...) // Its error is res's.
+	if stored, pending, err = storedEvents(res); err != nil {
+		return nil, nil, err
 	}
+	oldest := int64(math.MaxInt64)
+	for i, id := range rows.ids {
+		if pending[id] {
+			oldest = min(oldest, rows.occurred[i])
+		}
+	}
+	if oldest < nowMs-recentEvent.Milliseconds() {
+		_, err = q.Exec(ctx, lowerFloorSQL, oldest)
+	}
+	return stored, pending, err
+}
+
+// execQuerier is a pool or a transaction.
+type execQuerier interface {
+	querier
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// CreateEvent stores e in the outbox and returns it. A zero OccurredAtMs
+// gets the clock's now, an empty ID a new evt_<uuid> (a UUIDv7 of that
+// time) and empty Data {}. A malformed id, unknown type or non-object data
+// is EINVALID, an unknown farm ENOTFOUND, a taken id and time ECONFLICT.
+func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.OutboxEvent, error) {
+	now := db.nowMs()
 	if e.OccurredAtMs == 0 {
-		e.OccurredAtMs = db.nowMs()
+		e.OccurredAtMs = now
+	}
+	if e.ID == "" {
+		e.ID = furrow.EventID(furrow.NewEventUUID(e.OccurredAtMs))
 	}
 	if len(e.Data) == 0 {
 		e.Data = json.RawMessage("{}")
@@ -117,8 +149,17 @@ func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.OutboxEve
 	}
 	var rows eventRows
 	rows.add(id, e)
-	res, _ := db.pool.Query(ctx, insertEventsSQL, rows.args(db.nowMs())...) // Its error is res's.
-	_, pending, err := storedEvents(res)
+	var pending map[uuid.UUID]bool
+	err = db.withPartitions(ctx, []int64{e.OccurredAtMs}, func() (err error) {
+		if e.OccurredAtMs >= now-recentEvent.Milliseconds() {
+			_, pending, err = insertEvents(ctx, db.pool, &rows, now)
+			return err
+		}
+		return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) (err error) {
+			_, pending, err = insertEvents(ctx, tx, &rows, now)
+			return err
+		})
+	}, db.eventParts)
 	if err != nil {
 		return furrow.OutboxEvent{}, translate(err, "create event", "farm")
 	}
@@ -145,13 +186,24 @@ func validEvent(e furrow.Event) (uuid.UUID, error) {
 }
 
 // Event returns one event by its evt_<uuid> id; a malformed id is
-// EINVALID, an unknown one ENOTFOUND.
+// EINVALID, an unknown one ENOTFOUND. The id of a UUIDv7 names the day of
+// its partition, which is read first; any other id, or one whose event
+// occurred on another day, is looked up in every partition's key index.
 func (db *DB) Event(ctx context.Context, id string) (furrow.Event, error) {
 	u, err := furrow.ParseEventID(id)
 	if err != nil {
 		return furrow.Event{}, err
 	}
-	e, err := scanEvent(db.pool.QueryRow(ctx, "SELECT "+eventColumns+" FROM events WHERE id = $1", u))
+	const q = "SELECT " + eventColumns + " FROM events WHERE id = $1"
+	if ms, ok := furrow.EventUUIDTime(u); ok {
+		day := utcDay(time.UnixMilli(ms))
+		e, err := scanEvent(db.pool.QueryRow(ctx, q+" AND occurred_at_ms >= $2 AND occurred_at_ms < $3",
+			u, day.UnixMilli(), day.AddDate(0, 0, 1).UnixMilli()))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return e, translate(err, "event", "event")
+		}
+	}
+	e, err := scanEvent(db.pool.QueryRow(ctx, q+" LIMIT 1", u))
 	return e, translate(err, "event", "event")
 }
 

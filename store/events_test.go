@@ -138,27 +138,6 @@ func TestEventsWaitOnlyForSubscribedWebhooks(t *testing.T) {
 	check("a disabled webhook of these types", true)
 }
 
-func TestPruneEventsKeepsUndispatched(t *testing.T) {
-	ctx := context.Background()
-	db, _ := newDB(t, newClock())
-	fx := newFixture(t, db)
-	subscribe(t, db, fx)
-	all := createEvents(t, db, fx.farm.ID, 4) // occurred at 1000..1003 ms
-	if err := db.MarkDispatched(ctx, []string{all[0].ID, all[1].ID, all[3].ID}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := db.PruneEvents(ctx, time.UnixMilli(1003))
-	if err != nil || n != 2 {
-		t.Fatalf("PruneEvents = %d, %v; want 2", n, err)
-	}
-	for i, wantKept := range []bool{false, false, true, true} {
-		_, err := db.Event(ctx, all[i].ID)
-		if kept := err == nil; kept != wantKept {
-			t.Fatalf("event %d kept = %v, want %v (%v)", i, kept, wantKept, err)
-		}
-	}
-}
-
 func TestMarkOfflineOncePerEpisode(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock()

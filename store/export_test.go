@@ -38,3 +38,16 @@ const SweepCandidatesSQL = sweepCandidatesSQL
 
 // HealthSQL is the query of AttemptHealth ($1 webhook ids, $2 since ms).
 var HealthSQL = healthSQL
+
+// ClaimSQL and BacklogSQL are the outbox's queries, for plan tests; their
+// last parameter is the outbox floor.
+const (
+	ClaimSQL   = claimSQL
+	BacklogSQL = backlogSQL
+)
+
+// RaiseOutboxFloor raises the outbox floor as retention does.
+func RaiseOutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.raiseOutboxFloor(ctx) }
+
+// OutboxFloor returns the outbox floor.
+func OutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.outboxFloor(ctx) }

@@ -38,8 +38,10 @@ func (db *DB) CreateReadingOnce(ctx context.Context, r furrow.Reading, keyHash *
 		return furrow.Reading{}, furrow.OutboxEvent{}, false, furrow.Errorf(furrow.EINVALID, "The idempotency key must be 1 to %d printable ASCII characters.", furrow.MaxIdempotencyKey)
 	}
 	r.Timestamp = db.nowMs()
-	if err := db.readingParts.ensure(ctx, db, r.Timestamp); err != nil {
-		return furrow.Reading{}, furrow.OutboxEvent{}, false, translate(err, "create reading", "device")
+	for _, p := range []*dayPartitions{db.readingParts, db.eventParts} {
+		if err := p.ensure(ctx, db, r.Timestamp); err != nil {
+			return furrow.Reading{}, furrow.OutboxEvent{}, false, translate(err, "create reading", "device")
+		}
 	}
 	req := db.ingestReq(ctx, r, keyHash)
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {

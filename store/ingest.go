@@ -83,7 +83,7 @@ func (db *DB) ingestReq(ctx context.Context, r furrow.Reading, keyHash *furrow.S
 }
 
 func newIngestReq(ctx context.Context, r furrow.Reading, keyHash *furrow.SecretHash) *ingestReq {
-	id := uuid.New()
+	id := furrow.NewEventUUID(r.Timestamp)
 	req := &ingestReq{ctx: ctx, reading: r, event: furrow.OutboxEvent{Event: furrow.NewMetricValueEvent(id, r)}, eventID: id, done: make(chan error, 1)}
 	if keyHash != nil {
 		req.keyHash = keyHash[:]
@@ -270,23 +270,18 @@ t AS (
 SELECT * FROM e`
 
 // writeReadingsPartitioned is writeReadings once the day partitions of
-// reqs exist: known ones cost a map lookup, and a partition dropped by
-// another process is found by the insert and created again.
+// reqs exist, in readings and in events (a reading's event occurs at its
+// timestamp).
 func (db *DB) writeReadingsPartitioned(ctx context.Context, reqs []*ingestReq) (map[*ingestReq]error, error) {
 	stamps := make([]int64, len(reqs))
 	for i, q := range reqs {
 		stamps[i] = q.reading.Timestamp
 	}
-	if err := db.readingParts.ensure(ctx, db, stamps...); err != nil {
-		return nil, err
-	}
-	refused, err := db.writeReadings(ctx, reqs)
-	if isMissingPartition(err) {
-		db.readingParts.forget()
-		if err = db.readingParts.ensure(ctx, db, stamps...); err == nil {
-			refused, err = db.writeReadings(ctx, reqs)
-		}
-	}
+	var refused map[*ingestReq]error
+	err := db.withPartitions(ctx, stamps, func() (err error) {
+		refused, err = db.writeReadings(ctx, reqs)
+		return err
+	}, db.readingParts, db.eventParts)
 	return refused, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -52,9 +53,11 @@ func MigrationsDigest() string {
 }
 
 // Migrate applies the embedded migrations not yet recorded in
-// schema_migrations, in file-name order, each in its own transaction. An
-// advisory lock lets several processes call it at once. It uses one
-// connection and closes it before returning. It returns the first error met.
+// schema_migrations, in file-name order, each in its own transaction, then
+// creates the day partitions of the coming days, so that a new database
+// takes rows at once. An advisory lock lets several processes call it at
+// once. It uses one connection and closes it before returning. It returns
+// the first error met.
 func Migrate(ctx context.Context, databaseURL string) error {
 	return migrate(ctx, databaseURL, "")
 }
@@ -82,6 +85,14 @@ func migrate(ctx context.Context, databaseURL, upTo string) error {
 		}
 		if err := applyMigration(ctx, conn, m); err != nil {
 			return err
+		}
+	}
+	if upTo == "" {
+		attempts, readings, events := newDayPartitions()
+		for _, p := range []*dayPartitions{attempts, readings, events} {
+			if err := p.ensureAhead(ctx, conn, time.Now()); err != nil {
+				return fmt.Errorf("store: migrate: %w", err)
+			}
 		}
 	}
 	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey)

@@ -21,6 +21,9 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 		return nil, nil
 	}
 	now := db.nowMs()
+	if err := db.eventParts.ensure(ctx, db, now); err != nil {
+		return nil, translate(err, "mark offline", "device")
+	}
 	var events []furrow.Event
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		rows, _ := tx.Query(ctx, `
@@ -44,8 +47,7 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 		if err := rows.Err(); err != nil || len(events) == 0 {
 			return err
 		}
-		res, _ := tx.Query(ctx, insertEventsSQL, batch.args(now)...) // Its error is res's.
-		_, _, err := storedEvents(res)
+		_, _, err := insertEvents(ctx, tx, &batch, now)
 		return err
 	})
 	if err != nil {
@@ -70,7 +72,7 @@ const sweepCandidatesSQL = `SELECT id FROM devices
 	FOR UPDATE SKIP LOCKED`
 
 func offlineEvent(dev, farm uuid.UUID, lastSeen int64, after time.Duration, now int64) (furrow.Event, uuid.UUID) {
-	id := uuid.New()
+	id := furrow.NewEventUUID(now)
 	return furrow.NewDeviceOfflineEvent(id, farm, furrow.DeviceOfflineData{
 		DeviceID: dev, LastSeenMs: lastSeen, OfflineAfterMs: after.Milliseconds(),
 	}, now), id

@@ -11,6 +11,22 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
+// claimSQL leases undispatched events from the outbox floor $6 on, so
+// that the partitions before it are pruned when the statement is planned
+// (or, with a generic plan, when it starts). An event is updated by its
+// key, which names its partition.
+const claimSQL = `
+		WITH c AS (
+			SELECT id, occurred_at_ms FROM events
+			WHERE dispatched_at_ms IS NULL AND occurred_at_ms >= $6
+				AND (lease_until_ms IS NULL OR lease_until_ms <= $1) AND farm_id <> ALL($5)
+			ORDER BY occurred_at_ms, seq
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)
+		UPDATE events e SET lease_until_ms = $3, lease_owner = $4 FROM c
+		WHERE e.id = c.id AND e.occurred_at_ms = c.occurred_at_ms AND e.occurred_at_ms >= $6
+		RETURNING e.seq, e.id, e.type, e.farm_id, e.occurred_at_ms, e.data, coalesce(e.trace_parent, '')`
+
 // ClaimEvents leases up to c.Limit undispatched events whose lease is free
 // or expired to c.Owner, oldest first. Rows locked by another claimer are
 // skipped, so two dispatchers never receive the same event while its lease
@@ -23,18 +39,12 @@ func (db *DB) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event, 
 	if skip == nil {
 		skip = []uuid.UUID{}
 	}
+	floor, err := db.outboxFloor(ctx)
+	if err != nil {
+		return nil, translate(err, "claim events", "event")
+	}
 	now := db.nowMs()
-	rows, _ := db.pool.Query(ctx, `
-		WITH c AS (
-			SELECT id FROM events
-			WHERE dispatched_at_ms IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $1)
-				AND farm_id <> ALL($5)
-			ORDER BY occurred_at_ms, seq
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED)
-		UPDATE events e SET lease_until_ms = $3, lease_owner = $4 FROM c WHERE e.id = c.id
-		RETURNING e.seq, e.id, e.type, e.farm_id, e.occurred_at_ms, e.data, coalesce(e.trace_parent, '')`,
-		now, c.Limit, now+c.Lease.Milliseconds(), c.Owner, skip)
+	rows, _ := db.pool.Query(ctx, claimSQL, now, c.Limit, now+c.Lease.Milliseconds(), c.Owner, skip, floor)
 	type claimed struct {
 		seq int64
 		e   furrow.Event
@@ -65,6 +75,11 @@ func (db *DB) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event, 
 	return events, nil
 }
 
+// afterFloor bounds a statement on undispatched events by the outbox
+// floor, read by the statement itself: partitions before it are skipped
+// when the statement runs.
+const afterFloor = "occurred_at_ms >= (SELECT floor_ms FROM outbox_floor)"
+
 // RenewLeases extends owner's unexpired leases of the undispatched events
 // to lease from now. An expired lease is not renewed even if nobody took
 // the event meanwhile: the claimer already let it go.
@@ -75,7 +90,8 @@ func (db *DB) RenewLeases(ctx context.Context, owner uuid.UUID, ids []string, le
 	}
 	now := db.nowMs()
 	tag, err := db.pool.Exec(ctx, `UPDATE events SET lease_until_ms = $1
-		WHERE id = ANY($2) AND lease_owner = $3 AND dispatched_at_ms IS NULL AND lease_until_ms > $4`,
+		WHERE id = ANY($2) AND lease_owner = $3 AND dispatched_at_ms IS NULL AND lease_until_ms > $4
+			AND `+afterFloor,
 		now+lease.Milliseconds(), us, owner, now)
 	if err != nil {
 		return 0, translate(err, "renew leases", "event")
@@ -91,7 +107,7 @@ func (db *DB) ReleaseLeases(ctx context.Context, owner uuid.UUID, ids []string) 
 		return 0, err
 	}
 	tag, err := db.pool.Exec(ctx, `UPDATE events SET lease_until_ms = NULL, lease_owner = NULL
-		WHERE id = ANY($1) AND lease_owner = $2 AND dispatched_at_ms IS NULL`, us, owner)
+		WHERE id = ANY($1) AND lease_owner = $2 AND dispatched_at_ms IS NULL AND `+afterFloor, us, owner)
 	if err != nil {
 		return 0, translate(err, "release leases", "event")
 	}
@@ -106,7 +122,7 @@ func (db *DB) MarkDispatched(ctx context.Context, ids []string) error {
 		return err
 	}
 	_, err = db.pool.Exec(ctx, `UPDATE events SET dispatched_at_ms = $1, lease_until_ms = NULL, lease_owner = NULL
-		WHERE id = ANY($2) AND dispatched_at_ms IS NULL`,
+		WHERE id = ANY($2) AND dispatched_at_ms IS NULL AND `+afterFloor,
 		db.nowMs(), us)
 	return translate(err, "mark dispatched", "event")
 }
@@ -122,27 +138,4 @@ func parseEventIDs(ids []string) ([]uuid.UUID, error) {
 		us = append(us, u)
 	}
 	return us, nil
-}
-
-// pruneBatch bounds the rows one retention statement deletes, so that no
-// statement holds locks or WAL for long.
-const pruneBatch = 5000
-
-// PruneEvents deletes dispatched events that occurred before before, in
-// batches of pruneBatch rows, and returns how many it deleted. Undispatched
-// events are kept whatever their age.
-func (db *DB) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
-	var total int64
-	for {
-		tag, err := db.pool.Exec(ctx, `DELETE FROM events WHERE id IN (
-			SELECT id FROM events WHERE dispatched_at_ms IS NOT NULL AND occurred_at_ms < $1 LIMIT $2)`,
-			before.UnixMilli(), pruneBatch)
-		if err != nil {
-			return total, translate(err, "prune events", "event")
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < pruneBatch {
-			return total, nil
-		}
-	}
 }

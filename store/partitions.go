@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -28,7 +30,18 @@ type dayPartitions struct {
 	// estimate makes prune report the planner's row estimate of a dropped
 	// partition instead of counting it, for tables whose days are large.
 	estimate bool
-	known    sync.Map // day start (ms) -> struct{}: partitions known to exist
+	// keep, unless nil, is asked under the parent's lock before a partition
+	// is dropped; true keeps it (events that must not go).
+	keep  func(ctx context.Context, tx pgx.Tx, partition string) (bool, error)
+	known sync.Map // day start (ms) -> struct{}: partitions known to exist
+}
+
+// newDayPartitions returns the day partitions of the delivery log, of
+// readings and of events.
+func newDayPartitions() (attempts, readings, events *dayPartitions) {
+	return &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
+		&dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
+		&dayPartitions{parent: "events", prefix: "events_p", estimate: true, keep: holdsUndispatched}
 }
 
 // partition is one partition of a parent and its range [from, to) in ms;
@@ -62,11 +75,38 @@ func (p *dayPartitions) ensure(ctx context.Context, db *DB, stamps ...int64) err
 	if len(days) == 0 {
 		return nil
 	}
-	return p.create(ctx, db, days)
+	return p.create(ctx, db.pool, days)
+}
+
+// withPartitions runs write once the day partitions of stamps exist in
+// each of parts: known ones cost a map lookup, and one dropped by another
+// process meanwhile is found by the insert and created again.
+func (db *DB) withPartitions(ctx context.Context, stamps []int64, write func() error, parts ...*dayPartitions) error {
+	ensure := func() error {
+		for _, p := range parts {
+			if err := p.ensure(ctx, db, stamps...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := ensure(); err != nil {
+		return err
+	}
+	err := write()
+	if isMissingPartition(err) {
+		for _, p := range parts {
+			p.forget()
+		}
+		if err = ensure(); err == nil {
+			err = write()
+		}
+	}
+	return err
 }
 
 // ensureAhead creates the partitions of the partitionsAhead days from now.
-func (p *dayPartitions) ensureAhead(ctx context.Context, db *DB, now time.Time) error {
+func (p *dayPartitions) ensureAhead(ctx context.Context, db beginner, now time.Time) error {
 	days := make([]time.Time, partitionsAhead)
 	for i := range days {
 		days[i] = utcDay(now).AddDate(0, 0, i)
@@ -83,10 +123,15 @@ func (p *dayPartitions) isKnown(day time.Time) bool {
 // missing (dropped by another process).
 func (p *dayPartitions) forget() { p.known.Clear() }
 
+// beginner is a pool or a connection.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
 // create makes the missing partitions of days, under a lock that keeps
 // processes from racing on the same DDL.
-func (p *dayPartitions) create(ctx context.Context, db *DB, days []time.Time) error {
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+func (p *dayPartitions) create(ctx context.Context, db beginner, days []time.Time) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
@@ -167,30 +212,44 @@ func (p *dayPartitions) list(ctx context.Context, q querier) ([]partition, error
 	return parts, nil
 }
 
+// dropLockTimeout bounds the wait for the parent's lock when a partition is
+// dropped: queries queue behind a waiting DROP, so it gives up instead and
+// the next retention run tries again.
+const dropLockTimeout = "5s"
+
 // prune creates the partitions ahead of now, then drops every partition
 // that ends at or before before, each in its own short transaction, and
-// returns how many rows they held (estimated when p.estimate).
-func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (int64, error) {
-	if err := p.ensureAhead(ctx, db, db.clock.Now()); err != nil {
-		return 0, err
+// returns how many rows they held (estimated when p.estimate) and the
+// partitions that p.keep kept.
+func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (int64, []string, error) {
+	if err := p.ensureAhead(ctx, db.pool, db.clock.Now()); err != nil {
+		return 0, nil, err
 	}
 	parts, err := p.list(ctx, db.pool)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	var total int64
+	var kept []string
 	for _, pt := range parts {
 		if pt.to > before.UnixMilli() {
 			continue
 		}
 		n, err := p.drop(ctx, db, pt.name)
+		if errors.Is(err, errKept) {
+			kept = append(kept, pt.name)
+			continue
+		}
 		if err != nil {
-			return total, err
+			return total, kept, err
 		}
 		total += n
 	}
-	return total, nil
+	return total, kept, nil
 }
+
+// errKept rolls back the drop of a partition that p.keep keeps.
+var errKept = errors.New("store: partition kept")
 
 func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, error) {
 	var n int64
@@ -203,12 +262,29 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, e
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+dropLockTimeout+"'"); err != nil {
+			return err
+		}
+		if p.keep != nil {
+			// The parent first, as every query locks it before its
+			// partitions: no insert can then reach the partition between
+			// the check and the drop.
+			if _, err := tx.Exec(ctx, "LOCK TABLE ONLY "+pgx.Identifier{p.parent}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+				return err
+			}
+			if keep, err := p.keep(ctx, tx, name); err != nil || keep {
+				return cmp.Or(err, errKept)
+			}
+		}
 		if err := tx.QueryRow(ctx, count).Scan(&n); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, "DROP TABLE "+ident)
 		return err
 	})
+	if errors.Is(err, errKept) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("store: drop %s partition: %w", p.parent, err)
 	}

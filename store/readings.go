@@ -80,7 +80,8 @@ func readingsQuery(f furrow.ReadingFilter, limit int) (string, []any) {
 // planner's estimate of the rows dropped.
 func (db *DB) PruneReadings(ctx context.Context, before time.Time) (int64, error) {
 	if before.IsZero() {
-		return 0, db.readingParts.ensureAhead(ctx, db, db.clock.Now())
+		return 0, db.readingParts.ensureAhead(ctx, db.pool, db.clock.Now())
 	}
-	return db.readingParts.prune(ctx, db, before)
+	n, _, err := db.readingParts.prune(ctx, db, before)
+	return n, err
 }

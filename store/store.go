@@ -77,10 +77,11 @@ type DB struct {
 	clock  furrow.Clock
 	log    *slog.Logger
 	ingest *ingester
-	// attemptParts and readingParts are the day partitions of the delivery
-	// log and of readings.
+	// attemptParts, readingParts and eventParts are the day partitions of
+	// the delivery log, of readings and of events.
 	attemptParts *dayPartitions
 	readingParts *dayPartitions
+	eventParts   *dayPartitions
 	obs          IngestMetrics
 	traceParent  func(context.Context) string
 	keys         *keyring.Ring
@@ -120,10 +121,9 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
 	}
+	attempts, readings, events := newDayPartitions()
 	db := &DB{pool: pool, clock: opts.Clock, log: opts.Logger, obs: opts.Metrics, traceParent: opts.TraceParent, keys: opts.Keys,
-		attemptParts: &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
-		readingParts: &dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
-	}
+		attemptParts: attempts, readingParts: readings, eventParts: events}
 	db.ingest = startIngester(db, opts.Writers, opts.MaxBatch)
 	return db, nil
 }

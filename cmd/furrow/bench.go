@@ -62,7 +62,7 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	c := bench.IngestConfig{DatabaseURL: cfg.DatabaseURL, TemporalAddress: cfg.TemporalAddress, Logger: log}
 	fs.StringVar(&c.URL, "url", "", "API to measure (its database is FURROW_DATABASE_URL); empty starts `furrow serve` on a scratch database")
 	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server (rate limiter and bus); default FURROW_REDIS_URL")
-	fs.IntVar(&c.Devices, "devices", 1000, "devices, each with its own key; requests go to each in turn")
+	fs.IntVar(&c.Devices, "devices", bench.DefaultIngestDevices, "devices, each with its own key; requests go to each in turn (enough that the rate limit cannot cap the run)")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "connections")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to post")
 	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "how long to post first, reported apart (connections opened, keys learnt)")
@@ -85,7 +85,13 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 		Ceilings *bench.Ceilings       `json:"ceilings,omitempty"`
 		Ingest   bench.IngestResult    `json:"ingest"`
 		Ratio    float64               `json:"ratio,omitempty"`
+		// RateCap is the most 201/s the rate limit allows this fleet.
+		RateCap float64 `json:"rate_cap"`
+		// HTTPRatio and DatabaseRatio are the 201/s over each ceiling.
+		HTTPRatio     float64 `json:"http_ceiling_ratio,omitempty"`
+		DatabaseRatio float64 `json:"database_ceiling_ratio,omitempty"`
 	}
+	rep.RateCap = bench.RateCap(c.Devices, c.Warmup+c.Duration)
 	if !*skipCeilings {
 		if rep.Ceilings, err = measureCeilings(ctx, cfg, c); err != nil {
 			return err
@@ -100,11 +106,15 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 		}
 		rep.Baseline = &b
 	}
+	warnRateCap(log, rep.RateCap, c, rep.Ceilings)
 	if rep.Ingest, err = bench.Ingest(ctx, c); err != nil {
 		return err
 	}
 	if rep.Baseline != nil && rep.Baseline.TPS > 0 {
 		rep.Ratio = rep.Ingest.CreatedRPS / rep.Baseline.TPS
+	}
+	if rep.Ceilings != nil {
+		rep.HTTPRatio, rep.DatabaseRatio = rep.Ceilings.Against(rep.Ingest)
 	}
 	if *jsonOut {
 		err = json.NewEncoder(out).Encode(rep)
@@ -113,6 +123,7 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 			rep.Baseline.Print(out)
 		}
 		rep.Ingest.Print(out)
+		fmt.Fprintf(out, "  rate limit: %d devices may be accepted at most %.0f/s over this run\n", c.Devices, rep.RateCap)
 		if rep.Baseline != nil {
 			fmt.Fprintf(out, "ratio: %.2f of the baseline (201/s over baseline tx/s)\n", rep.Ratio)
 		}
@@ -173,6 +184,23 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 		r.Print(out)
 	}
 	return errors.Join(err, r.Check())
+}
+
+// warnRateCap warns when the rate limit could cap the run: when the fleet
+// may be accepted less often than the machine's HTTP ceiling (or, not
+// measured, than the offered rate or 100,000/s) per second.
+func warnRateCap(log *slog.Logger, rateCap float64, c bench.IngestConfig, ceilings *bench.Ceilings) {
+	reach := 100000.0
+	switch {
+	case c.Rate > 0:
+		reach = c.Rate
+	case ceilings != nil:
+		reach = ceilings.HTTP.PerSec
+	}
+	if rateCap < reach {
+		log.Warn("bench ingest: the rate limit could cap this run; raise --devices", "devices", c.Devices,
+			"rate_cap_per_s", int(rateCap), "reachable_per_s", int(reach))
+	}
 }
 
 // parse parses flags; a bad flag is a usage error.

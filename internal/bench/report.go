@@ -130,18 +130,28 @@ func (c Ceilings) Print(w io.Writer) {
 	fmt.Fprintf(w, "ceiling, database (same rows in batches of %d, no HTTP): %.0f readings/s\n", ceilingBatch, c.Database.PerSec)
 }
 
+// Against returns the stored readings per second of r as fractions of the
+// HTTP and the database ceilings.
+func (c Ceilings) Against(r IngestResult) (http, database float64) {
+	return ratio(r.CreatedRPS, c.HTTP.PerSec), ratio(r.CreatedRPS, c.Database.PerSec)
+}
+
 // PrintAgainst writes how r compares with the ceilings c: stored readings
 // per second as a fraction of each, and the CPU per reading of each
 // process group.
 func (c Ceilings) PrintAgainst(w io.Writer, r IngestResult) {
-	fmt.Fprintf(w, "against the machine: %.2f of the HTTP ceiling, %.2f of the database ceiling\n",
-		ratio(r.CreatedRPS, c.HTTP.PerSec), ratio(r.CreatedRPS, c.Database.PerSec))
+	h, d := c.Against(r)
+	fmt.Fprintf(w, "against the machine: %.2f of the HTTP ceiling, %.2f of the database ceiling\n", h, d)
 	if created := r.Created(); created > 0 && len(r.CPU) > 0 {
 		fmt.Fprintf(w, "  CPU per stored reading:")
+		var service float64
 		for _, g := range slices.Sorted(maps.Keys(r.CPU)) {
 			fmt.Fprintf(w, " %s %.3f ms;", g, 1000*r.CPU[g]/float64(created))
+			if g != "bench" {
+				service += r.CPU[g]
+			}
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " service (all but bench) %.3f ms\n", 1000*service/float64(created))
 	}
 }
 

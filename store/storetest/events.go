@@ -71,6 +71,7 @@ func EventService(t *testing.T, newSubject New) {
 			_, err := e.Events.Event(e.ctx, furrow.NewEventID())
 			e.wantCode(err, furrow.ENOTFOUND, "Event(unknown)")
 		},
+		"ListAcrossDays": listAcrossDays,
 		"ListNewestFirstFiltered": func(e *env) {
 			f, _ := e.farm()
 			other, _ := e.farm()
@@ -92,4 +93,61 @@ func EventService(t *testing.T, newSubject New) {
 			}
 		},
 	})
+}
+
+// listAcrossDays stores events on both sides of UTC midnights, where a
+// store partitioned by day changes partition, some at the same
+// millisecond, and checks that every listing keeps its order: newest first
+// by time, then by the order stored.
+func listAcrossDays(e *env) {
+	f, _ := e.farm()
+	midnight := time.Date(2031, 3, 11, 0, 0, 0, 0, time.UTC).UnixMilli()
+	stamps := []int64{midnight - 86400000, midnight - 1, midnight - 1, midnight, midnight, midnight + 1, midnight + 86400000}
+	var all []furrow.Event // newest first
+	for i, at := range stamps {
+		typ := furrow.EventTriggerFired
+		if i%2 == 1 {
+			typ = furrow.EventRecommendationCreated
+		}
+		ev, err := e.Events.CreateEvent(e.ctx, furrow.Event{Type: typ, FarmID: f.ID, OccurredAtMs: at, Data: json.RawMessage(`{}`)})
+		e.must(err)
+		all = append([]furrow.Event{ev.Event}, all...)
+	}
+	want := func(what string, got []furrow.Event, keep func(furrow.Event) bool, limit int) {
+		var w []string
+		for _, ev := range all {
+			if keep(ev) && len(w) < limit {
+				w = append(w, ev.ID)
+			}
+		}
+		if g := ids(got); !reflect.DeepEqual(g, w) {
+			e.t.Fatalf("%s: ids %v, want %v", what, g, w)
+		}
+	}
+	any := func(furrow.Event) bool { return true }
+	es, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
+	e.must(err)
+	want("all", es, any, len(all))
+	es, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Limit: 4})
+	e.must(err)
+	want("limit 4", es, any, 4)
+	es, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventTriggerFired, Limit: 3})
+	e.must(err)
+	want("type, limit 3", es, func(ev furrow.Event) bool { return ev.Type == furrow.EventTriggerFired }, 3)
+	since := midnight - 1
+	es, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, SinceMs: &since})
+	e.must(err)
+	want("since a millisecond before midnight", es, func(ev furrow.Event) bool { return ev.OccurredAtMs >= since }, len(all))
+	es, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventRecommendationCreated, SinceMs: &since, Limit: 2})
+	e.must(err)
+	want("type since, limit 2", es, func(ev furrow.Event) bool {
+		return ev.OccurredAtMs >= since && ev.Type == furrow.EventRecommendationCreated
+	}, 2)
+	for _, ev := range all {
+		got, err := e.Events.Event(e.ctx, ev.ID)
+		e.must(err)
+		if got.ID != ev.ID || got.OccurredAtMs != ev.OccurredAtMs {
+			e.t.Fatalf("Event(%s) = %+v, want %+v", ev.ID, got, ev)
+		}
+	}
 }

@@ -1,0 +1,387 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/store"
+)
+
+// partitionsOf lists the partitions of parent by name, with their row
+// counts.
+func partitionsOf(t *testing.T, url, parent string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, _ := conn.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = $1::regclass`, parent)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, n := range names {
+		var c int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{n}.Sanitize()).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		out[n] = c
+	}
+	return out
+}
+
+// eventsOnDays stores one pending event at the clock's now on each of n
+// days, advancing the clock a day after each.
+func eventsOnDays(t *testing.T, db *store.DB, clock interface{ Advance(time.Duration) }, farm uuid.UUID, n int) []furrow.Event {
+	t.Helper()
+	var out []furrow.Event
+	for range n {
+		e, err := db.CreateEvent(context.Background(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: farm})
+		if err != nil || !e.Pending {
+			t.Fatalf("CreateEvent = %+v, %v; want a pending event", e, err)
+		}
+		out = append(out, e.Event)
+		clock.Advance(24 * time.Hour)
+	}
+	return out
+}
+
+func TestPruneEventsDropsDaysButKeepsUndispatched(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock() // 10 March 2031, a second before midnight
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	subscribe(t, db, fx)
+	all := eventsOnDays(t, db, clock, fx.farm.ID, 4) // 10, 11, 12, 13 March
+	if err := db.MarkDispatched(ctx, []string{all[0].ID, all[2].ID, all[3].ID}); err != nil {
+		t.Fatal(err)
+	}
+	// Keep from 13 March 06:00: 10 and 12 March go, 11 March holds an
+	// undispatched event and stays, 13 March is not over.
+	if _, err := db.PruneEvents(ctx, time.Date(2031, 3, 13, 6, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	parts := partitionsOf(t, url, "events")
+	for _, gone := range []string{"events_p20310310", "events_p20310312"} {
+		if _, ok := parts[gone]; ok {
+			t.Fatalf("partitions %v: %s should be dropped", parts, gone)
+		}
+	}
+	if parts["events_p20310311"] != 1 || parts["events_p20310313"] != 1 {
+		t.Fatalf("partitions %v: 11 March (undispatched) and 13 March (recent) should stay", parts)
+	}
+	for _, day := range []string{"20310314", "20310315", "20310316"} {
+		if _, ok := parts["events_p"+day]; !ok {
+			t.Fatalf("partitions %v: want events_p%s created ahead", parts, day)
+		}
+	}
+	for i, wantKept := range []bool{false, true, false, true} {
+		if _, err := db.Event(ctx, all[i].ID); (err == nil) != wantKept {
+			t.Fatalf("event of day %d: kept = %v, want %v", i, err == nil, wantKept)
+		}
+	}
+	// The floor rose to the undispatched event; once dispatched, its day
+	// goes too and the floor follows.
+	if floor, _ := store.OutboxFloor(ctx, db); floor != all[1].OccurredAtMs {
+		t.Fatalf("outbox floor %d, want the undispatched event's time %d", floor, all[1].OccurredAtMs)
+	}
+	if err := db.MarkDispatched(ctx, []string{all[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PruneEvents(ctx, time.Date(2031, 3, 13, 6, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := partitionsOf(t, url, "events")["events_p20310311"]; ok {
+		t.Fatal("11 March kept once its event was dispatched")
+	}
+	if floor, _ := store.OutboxFloor(ctx, db); floor != clock.Now().Add(-2*time.Hour).UnixMilli() {
+		t.Fatalf("outbox floor %d with nothing undispatched, want two hours before now", floor)
+	}
+}
+
+func TestOldPendingEventLowersOutboxFloor(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, _ := newDB(t, clock)
+	fx := newFixture(t, db)
+	subscribe(t, db, fx)
+	clock.Advance(72 * time.Hour)
+	floor, err := store.RaiseOutboxFloor(ctx, db)
+	if err != nil || floor != clock.Now().Add(-2*time.Hour).UnixMilli() {
+		t.Fatalf("raised floor %d, %v", floor, err)
+	}
+	// An event that occurred days ago, stored now, waits for the dispatcher.
+	old := time.Date(2031, 3, 9, 12, 0, 0, 0, time.UTC).UnixMilli()
+	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, OccurredAtMs: old})
+	if err != nil || !e.Pending {
+		t.Fatalf("CreateEvent = %+v, %v", e, err)
+	}
+	if floor, _ := store.OutboxFloor(ctx, db); floor != old {
+		t.Fatalf("outbox floor %d, want lowered to %d", floor, old)
+	}
+	got, err := db.ClaimEvents(ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute})
+	if err != nil || len(got) != 1 || got[0].ID != e.ID {
+		t.Fatalf("ClaimEvents = %+v, %v; want the old event", got, err)
+	}
+	if n, oldest, err := db.OutboxBacklog(ctx); err != nil || n != 1 || oldest != old {
+		t.Fatalf("OutboxBacklog = %d, %d, %v", n, oldest, err)
+	}
+	// Retention raises the floor no further than the undispatched event.
+	if floor, _ := store.RaiseOutboxFloor(ctx, db); floor != old {
+		t.Fatalf("raised floor %d past the undispatched event at %d", floor, old)
+	}
+}
+
+// planRelations returns the relations an EXPLAIN (FORMAT JSON) plan reads.
+// The target tables an update lists are left out: a generic plan of
+// PostgreSQL 15 names every partition there, though it scans only those
+// that its start did not prune.
+func planRelations(t *testing.T, conn *pgx.Conn, sql string, args ...any) []string {
+	t.Helper()
+	var plan []byte
+	if err := conn.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(plan, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if n, ok := x["Relation Name"].(string); ok && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+			for k, c := range x {
+				if k != "Target Tables" {
+					walk(c)
+				}
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(doc)
+	slices.Sort(names)
+	return names
+}
+
+func TestOutboxQueriesReadOnlyPartitionsFromTheFloor(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	subscribe(t, db, fx)
+	all := eventsOnDays(t, db, clock, fx.farm.ID, 4) // 10 to 13 March
+	if err := db.MarkDispatched(ctx, []string{all[0].ID, all[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	floor, err := store.RaiseOutboxFloor(ctx, db)
+	if err != nil || floor != all[2].OccurredAtMs {
+		t.Fatalf("floor %d, %v; want the oldest undispatched event's time", floor, err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	parts := partitionsOf(t, url, "events")
+	if _, ok := parts["events_p20310310"]; !ok {
+		t.Fatalf("partitions %v: want the dispatched days still there", parts)
+	}
+	check := func(what string, got []string) {
+		t.Helper()
+		for _, name := range got {
+			if strings.HasPrefix(name, "events_p") && name < "events_p20310312" {
+				t.Errorf("%s reads %s, before the floor's day: %v", what, name, got)
+			}
+		}
+		if !slices.Contains(got, "events_p20310312") {
+			t.Errorf("%s does not read the floor's day: %v", what, got)
+		}
+	}
+	now := clock.Now().UnixMilli()
+	claimArgs := []any{now, 10, now + 60000, uuid.New(), []uuid.UUID{}, floor}
+	check("claim", planRelations(t, conn, store.ClaimSQL, claimArgs...))
+	check("backlog", planRelations(t, conn, store.BacklogSQL, floor))
+
+	// A generic plan prunes when it starts, as a cached statement does.
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "PREPARE backlog(bigint) AS "+store.BacklogSQL); err != nil {
+		t.Fatal(err)
+	}
+	check("generic backlog", planRelations(t, conn, fmt.Sprintf("EXECUTE backlog(%d)", floor)))
+	if _, err := conn.Exec(ctx, "PREPARE claim(bigint, int, bigint, uuid, uuid[], bigint) AS "+store.ClaimSQL); err != nil {
+		t.Fatal(err)
+	}
+	check("generic claim", planRelations(t, conn, fmt.Sprintf("EXECUTE claim(%d, 10, %d, '%s', '{}', %d)", now, now+60000, uuid.New(), floor)))
+}
+
+func TestEventByIDFindsItsPartition(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, _ := newDB(t, clock)
+	fx := newFixture(t, db)
+	// A v7 id whose time is the event's, one whose time is another day,
+	// and a random v4 id.
+	at := clock.Now().UnixMilli()
+	ids := []string{
+		furrow.EventID(furrow.NewEventUUID(at)),
+		furrow.EventID(furrow.NewEventUUID(at - 5*86400000)),
+		furrow.EventID(uuid.New()),
+	}
+	for _, id := range ids {
+		e, err := db.CreateEvent(ctx, furrow.Event{ID: id, Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, OccurredAtMs: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.Event(ctx, id)
+		if err != nil || got.ID != id || got.OccurredAtMs != e.OccurredAtMs {
+			t.Fatalf("Event(%s) = %+v, %v", id, got, err)
+		}
+		// The key is (id, occurred_at_ms): the same pair again conflicts.
+		_, err = db.CreateEvent(ctx, furrow.Event{ID: id, Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, OccurredAtMs: at})
+		wantCode(t, err, furrow.ECONFLICT)
+	}
+	// A new event's id holds its time.
+	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := furrow.ParseEventID(e.ID)
+	if ms, ok := furrow.EventUUIDTime(u); !ok || ms != e.OccurredAtMs {
+		t.Fatalf("new event id %s holds %d, %v; want %d", e.ID, ms, ok, e.OccurredAtMs)
+	}
+}
+
+func TestMigrationPartitionsPopulatedEvents(t *testing.T) {
+	ctx := context.Background()
+	url, conn := dbUpTo(t, "0010_webhooks_secret_key_id.sql")
+	farm := uuid.New()
+	now := time.Now().UnixMilli()
+	setup := []string{
+		fmt.Sprintf("INSERT INTO farms (id, name, created_at_ms) VALUES ('%s', 'f', 0)", farm),
+		// 3,000 events over the last 30 days, oldest first; every 100th
+		// is not yet dispatched.
+		fmt.Sprintf(`INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
+			SELECT gen_random_uuid(), CASE WHEN g %% 3 = 0 THEN 'trigger.fired' ELSE 'metric.value' END, '%s',
+				%d - (3000 - g)::bigint * 864000, jsonb_build_object('n', g), CASE WHEN g %% 100 = 0 THEN NULL ELSE 1 END
+			FROM generate_series(1, 3000) g`, farm, now),
+	}
+	for _, q := range setup {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var beforeSum, beforeMax int64
+	if err := conn.QueryRow(ctx, "SELECT sum(seq), max(seq) FROM events").Scan(&beforeSum, &beforeMax); err != nil {
+		t.Fatal(err)
+	}
+	var oldID uuid.UUID
+	if err := conn.QueryRow(ctx, "SELECT id FROM events ORDER BY seq LIMIT 1").Scan(&oldID); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatalf("Migrate over a populated events table: %v", err)
+	}
+
+	var kind string
+	var n, afterSum int64
+	if err := conn.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = 'events'::regclass").Scan(&kind); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*), sum(seq) FROM events").Scan(&n, &afterSum); err != nil {
+		t.Fatal(err)
+	}
+	if kind != "p" || n != 3000 || afterSum != beforeSum {
+		t.Fatalf("after migration: relkind %q, %d events, seq sum %d; want partitioned, 3000, %d", kind, n, afterSum, beforeSum)
+	}
+	if parts := partitionsOf(t, url, "events"); parts["events_p_legacy"] != 3000 {
+		t.Fatalf("partitions %v: want the old rows in events_p_legacy", parts)
+	}
+
+	clock := futureClock()
+	db, err := store.Open(ctx, url, store.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Old random ids are found; new events follow the old sequence, in
+	// day partitions, and list with the old ones newest first.
+	if e, err := db.Event(ctx, furrow.EventID(oldID)); err != nil || e.FarmID != farm {
+		t.Fatalf("Event(old id) = %+v, %v", e, err)
+	}
+	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: farm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newSeq int64
+	if err := conn.QueryRow(ctx, "SELECT seq FROM events_p20310310").Scan(&newSeq); err != nil || newSeq <= beforeMax {
+		t.Fatalf("new event's seq %d (%v), want above %d in its day's partition", newSeq, err, beforeMax)
+	}
+	es, err := db.Events(ctx, furrow.EventFilter{FarmID: farm, Type: furrow.EventTriggerFired, Limit: 3})
+	if err != nil || len(es) != 3 || es[0].ID != e.ID || es[1].OccurredAtMs < es[2].OccurredAtMs {
+		t.Fatalf("Events = %+v, %v; want the new one first, then the old ones newest first", es, err)
+	}
+
+	// The 30 undispatched events are claimed; until then retention keeps
+	// their partition, and once it is gone the key index is whole.
+	got, err := db.ClaimEvents(ctx, furrow.Claim{Owner: uuid.New(), Limit: 100, Lease: time.Minute})
+	if err != nil || len(got) != 30 {
+		t.Fatalf("claimed %d old undispatched events (%v), want 30", len(got), err)
+	}
+	if _, err := db.PruneEvents(ctx, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := partitionsOf(t, url, "events")["events_p_legacy"]; !ok {
+		t.Fatal("the pre-partitioning partition went with undispatched events in it")
+	}
+	if err := db.MarkDispatched(ctx, ids(got)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PruneEvents(ctx, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var valid bool
+	if err := conn.QueryRow(ctx, "SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_id_occurred'::regclass").Scan(&valid); err != nil || !valid {
+		t.Fatalf("events_id_occurred valid = %v (%v) once the old partition is gone", valid, err)
+	}
+	if _, ok := partitionsOf(t, url, "events")["events_p_legacy"]; ok {
+		t.Fatal("the pre-partitioning partition stayed once its events were dispatched")
+	}
+	// With a valid key, a re-insert naming it as the conflict target is a no-op.
+	tag, err := conn.Exec(ctx, `INSERT INTO events (id, type, farm_id, occurred_at_ms, data)
+		SELECT id, type, farm_id, occurred_at_ms, data FROM events ON CONFLICT (id, occurred_at_ms) DO NOTHING`)
+	if err != nil || tag.RowsAffected() != 0 {
+		t.Fatalf("re-insert: %v, %v", tag, err)
+	}
+}
+
+// ids returns the ids of es.
+func ids(es []furrow.Event) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
