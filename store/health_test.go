@@ -70,10 +70,15 @@ func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
 		sentIndexes[n] = true
 	}
 	plan := explain(t, conn, "EXPLAIN "+store.HealthSQL, ids, furrow.Millis(now.Add(-furrow.HealthWindow)))
-	if strings.Contains(plan, "Seq Scan") || strings.Count(plan, " using ") == 0 {
-		t.Fatalf("the health query scans the log:\n%s", plan)
+	if strings.Count(plan, " using ") == 0 {
+		t.Fatalf("the health query uses no index:\n%s", plan)
 	}
 	for _, line := range strings.Split(plan, "\n") {
+		// The empty partitions of the days ahead, which the store creates,
+		// cost nothing to scan; a partition holding attempts must not be.
+		if strings.Contains(line, "Seq Scan") && !strings.Contains(line, "cost=0.00..0.00 ") {
+			t.Fatalf("the health query scans the log:\n%s", plan)
+		}
 		if _, idx, ok := strings.Cut(line, " using "); ok && !sentIndexes[strings.Fields(idx)[0]] {
 			t.Fatalf("the health query reads an index other than delivery_attempts_sent:\n%s", plan)
 		}
