@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,40 +15,70 @@ import (
 // api/ratelimit), which falls back to a per-process one when Redis fails.
 type Pacer interface {
 	// Reserve takes the webhook's next slot at perSecond attempts a second
-	// and returns how long until it comes; the slot is the caller's.
+	// and returns how long until it comes; the slot is the caller's. Slots
+	// spread a burst of deliveries out over time.
 	Reserve(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error)
+	// Admit is the check made right before sending: 0 when the webhook may
+	// be sent to now (the send is counted), else how long to wait. It
+	// keeps deliveries whose turn came late from arriving bunched.
+	Admit(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error)
 }
 
-// maxInlineWait is the longest wait for a slot an attempt sleeps through
-// itself; a longer one is left to a durable timer of the workflow, so that
-// no activity slot is held while a webhook's rate holds its deliveries back.
+// maxInlineWait is the longest an attempt waits for its turn itself; a
+// longer wait is left to a durable timer of the workflow, so that no
+// activity slot is held while a webhook's rate holds its deliveries back.
 const maxInlineWait = 200 * time.Millisecond
 
-// pace takes a slot of w's rate for a Paced attempt that did not take one
-// yet and returns the wait the workflow must sleep before sending (0: send
-// now, after sleeping a short wait here). A failing Pacer lets the attempt
-// go: the rate is a courtesy to the receiver, not a reason to fail.
+// maxSpread bounds the random delay added to a wait for Admit, which
+// spreads out attempts that met at the same instant.
+const maxSpread = 5 * time.Second
+
+// pace keeps a Paced attempt to w's rate. It returns 0 when the attempt may
+// send now, or the wait the workflow must sleep before the attempt asks
+// again (as Reserved). A failing Pacer lets the attempt go: the rate is a
+// courtesy to the receiver, not a reason to fail a delivery.
 func (a *Activities) pace(ctx context.Context, in DeliverInput, w furrow.Webhook) time.Duration {
-	if !in.Paced || in.Reserved || w.MaxPerSecond == nil || a.Pacer == nil {
+	if !in.Paced || w.MaxPerSecond == nil || a.Pacer == nil {
 		return 0
 	}
-	wait, err := a.Pacer.Reserve(ctx, w.ID, *w.MaxPerSecond)
-	if err != nil {
-		a.logger().WarnContext(ctx, "taking a slot of the webhook's rate failed; sending now", "webhook_id", w.ID, "err", err)
-		return 0
+	rate := *w.MaxPerSecond
+	if !in.Reserved {
+		wait, err := a.Pacer.Reserve(ctx, w.ID, rate)
+		if err != nil {
+			a.logger().WarnContext(ctx, "taking a slot of the webhook's rate failed; sending now", "webhook_id", w.ID, "err", err)
+			return 0
+		}
+		if wait > maxInlineWait {
+			a.metrics().DeliveryThrottled()
+			return wait
+		}
+		sleep(ctx, wait)
 	}
-	if wait <= 0 {
-		return 0
+	budget := maxInlineWait
+	for {
+		wait, err := a.Pacer.Admit(ctx, w.ID, rate)
+		if err != nil || wait <= 0 {
+			return 0
+		}
+		if wait > budget {
+			a.metrics().DeliveryThrottled()
+			spread := min(10*time.Duration(float64(time.Second)/rate), maxSpread)
+			return wait + time.Duration(rand.Int64N(int64(spread)+1))
+		}
+		budget -= wait
+		sleep(ctx, wait)
 	}
-	a.metrics().DeliveryThrottled()
-	if wait > maxInlineWait {
-		return wait
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
 	}
-	t := time.NewTimer(wait)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return 0
 }

@@ -107,7 +107,8 @@ func TestWebhookTestDeliveryEndToEnd(t *testing.T) {
 func TestWebhookRateEndToEnd(t *testing.T) {
 	testenv.SkipShort(t, "the furrow binary (furrow dev, embedded Temporal server), a 100 s burst")
 	const burst, rate = 1000, 10
-	e := newDevEnv(t)
+	// Redis holds the webhook's slots, as in production.
+	e := newDevEnv(t, "FURROW_REDIS_URL", testenv.RedisURL(t))
 	rc := e.rc
 	slow := e.createWebhook(t, map[string]any{"url": rc.URL(), "max_per_second": rate})
 	other := &devEnv{f: e.f, db: e.db, temporal: e.temporal, rc: rc, fx: newFixture(t, e.f, e.db)}
@@ -143,8 +144,9 @@ func TestWebhookRateEndToEnd(t *testing.T) {
 	}()
 	wg.Wait()
 	t.Logf("%d events stored in %s", burst, time.Since(start))
+	stored := time.Now()
 	var slowAt []time.Time
-	var fastLatency []time.Duration
+	var fastLatency, steadyLatency []time.Duration
 	deadline := time.After(time.Duration(burst/rate)*time.Second + 90*time.Second)
 	for len(slowAt) < burst {
 		select {
@@ -160,7 +162,11 @@ func TestWebhookRateEndToEnd(t *testing.T) {
 			if data.Tag == "slow" {
 				slowAt = append(slowAt, time.Now())
 			} else {
-				fastLatency = append(fastLatency, time.Since(time.UnixMilli(data.SentMs)))
+				sent := time.UnixMilli(data.SentMs)
+				fastLatency = append(fastLatency, time.Since(sent))
+				if sent.After(stored.Add(steadyAfter)) {
+					steadyLatency = append(steadyLatency, time.Since(sent))
+				}
 			}
 		case <-deadline:
 			close(stop)
@@ -171,19 +177,34 @@ func TestWebhookRateEndToEnd(t *testing.T) {
 	span := slowAt[len(slowAt)-1].Sub(slowAt[0])
 	got := float64(len(slowAt)-1) / span.Seconds()
 	maxInSecond := maxPerWindow(slowAt, time.Second)
-	sort.Slice(fastLatency, func(i, j int) bool { return fastLatency[i] < fastLatency[j] })
-	p95 := fastLatency[len(fastLatency)*95/100]
-	t.Logf("webhook at %d/s: %d deliveries in %s = %.2f/s, at most %d in any second; the other farm: %d deliveries, p50 %s, p95 %s",
-		rate, len(slowAt), span.Round(time.Millisecond), got, maxInSecond, len(fastLatency), fastLatency[len(fastLatency)/2], p95)
-	if got < rate*0.9 || got > rate*1.1 {
-		t.Fatalf("delivered at %.2f/s, want %d/s ± 10%%", got, rate)
+	all, steady := quantiles(fastLatency), quantiles(steadyLatency)
+	t.Logf("webhook at %d/s: %d deliveries in %s = %.2f/s, at most %d in any second; the other farm: %d deliveries, p50 %s, p95 %s, max %s; "+
+		"of those sent %s after the burst was stored: %d, p50 %s, p95 %s, max %s",
+		rate, len(slowAt), span.Round(time.Millisecond), got, maxInSecond, len(fastLatency), all[0], all[1], all[2],
+		steadyAfter, len(steadyLatency), steady[0], steady[1], steady[2])
+	if got < rate*0.9 || got > rate*1.1 || maxInSecond > rate+1 {
+		t.Fatalf("delivered at %.2f/s, at most %d in a second; want %d/s ± 10%%", got, maxInSecond, rate)
 	}
 	if rows := e.attempts(t, slow.ID); anyFailed(rows) {
 		t.Fatalf("a failed attempt in the log: %+v", rows)
 	}
-	if p95 > 5*time.Second {
-		t.Fatalf("the other farm's deliveries slowed down: p95 %s", p95)
+	if steady[1] > 2*time.Second {
+		t.Fatalf("the other farm's deliveries slowed down: p95 %s", steady[1])
 	}
+}
+
+// steadyAfter is when, after the burst is stored, its delivery workflows
+// are all started and waiting for their turn: from then on the rate alone
+// holds them back, and other farms' latency is measured.
+const steadyAfter = 15 * time.Second
+
+// quantiles returns the median, 95th percentile and maximum of ds.
+func quantiles(ds []time.Duration) [3]time.Duration {
+	if len(ds) == 0 {
+		return [3]time.Duration{}
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return [3]time.Duration{ds[len(ds)/2], ds[len(ds)*95/100], ds[len(ds)-1]}
 }
 
 // maxPerWindow is the most arrivals in any window of length w.

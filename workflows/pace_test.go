@@ -21,6 +21,8 @@ type pacer struct {
 	calls int
 }
 
+func (p *pacer) Admit(context.Context, uuid.UUID, float64) (time.Duration, error) { return 0, nil }
+
 func (p *pacer) Reserve(context.Context, uuid.UUID, float64) (time.Duration, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -80,3 +80,41 @@ func TestLocalPacer(t *testing.T) {
 		t.Fatalf("after a pause: %s, want now", w)
 	}
 }
+
+// TestPacerAdmitSpacesSends lets one send through per interval, whichever
+// process asks, and counts nothing it refuses.
+func TestPacerAdmitSpacesSends(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := "furrow-test:pace:" + uuid.NewString() + ":"
+	a, b := NewPacer(c, prefix, nil), NewPacer(c, prefix, nil)
+	ctx := context.Background()
+	hook := uuid.New()
+	if w, err := a.Admit(ctx, hook, 5); err != nil || w != 0 {
+		t.Fatalf("first send waits %s (%v)", w, err)
+	}
+	w1, _ := b.Admit(ctx, hook, 5)
+	w2, _ := a.Admit(ctx, hook, 5)
+	if w1 <= 150*time.Millisecond || w1 > 200*time.Millisecond || w2 > w1 {
+		t.Fatalf("sends right after the first wait %s and %s, want just under 200ms each (refusals count nothing)", w1, w2)
+	}
+	time.Sleep(w2)
+	if w, _ := b.Admit(ctx, hook, 5); w != 0 {
+		t.Fatalf("after the interval: wait %s", w)
+	}
+}
+
+func TestLocalPacerAdmit(t *testing.T) {
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	l := NewLocalPacer(clock)
+	hook := uuid.New()
+	if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
+		t.Fatalf("first: %s", w)
+	}
+	if w, _ := l.Admit(context.Background(), hook, 4); w != 250*time.Millisecond {
+		t.Fatalf("second: %s, want 250ms", w)
+	}
+	clock.Advance(250 * time.Millisecond)
+	if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
+		t.Fatalf("after the interval: %s", w)
+	}
+}
