@@ -31,7 +31,7 @@ const maxInlineWait = 200 * time.Millisecond
 
 // maxSpread bounds the random delay added to a wait for Admit, which
 // spreads out attempts that met at the same instant.
-const maxSpread = 5 * time.Second
+const maxSpread = time.Second
 
 // pace keeps a Paced attempt to w's rate. It returns 0 when the attempt may
 // send now, or the wait the workflow must sleep before the attempt asks

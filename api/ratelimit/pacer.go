@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,19 +30,28 @@ redis.call('SET', KEYS[1], string.format('%.0f', next), 'PX', math.ceil((next - 
 return tat - now
 `)
 
-// admitSend is the strict check made when an attempt is about to send:
-// KEYS[1] holds the earliest time (µs) the webhook may be sent to again.
-// When that time has come the call moves it one interval (ARGV[1], µs) on
-// and returns 0; otherwise it changes nothing and returns the µs to wait.
-// Slots spread a burst out; this keeps late timers from bunching it up.
+// admitSend is the check made when an attempt is about to send: KEYS[1]
+// is a sorted set of the webhook's sends (µs, Redis time) within the last
+// window (ARGV[1], µs). Below ARGV[2] sends in it, the call adds this one
+// (member ARGV[3]) and returns 0; otherwise it adds nothing and returns the
+// µs until the oldest leaves the window. So no window of that length ever
+// holds more sends than the rate allows, however late the attempts' turns
+// came.
 var admitSend = redis.NewScript(`
-local interval = tonumber(ARGV[1])
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local free = tonumber(redis.call('GET', KEYS[1]) or '0')
-if free > now then return free - now end
-redis.call('SET', KEYS[1], string.format('%.0f', now + interval), 'PX', math.ceil(interval / 1000) + 1000)
-return 0
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1000)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = tonumber(oldest[2]) + window - now
+if wait < 1 then wait = 1 end
+return wait
 `)
 
 // pacerTimeout bounds one Redis call of the Pacer; past it the slot is
@@ -75,27 +83,43 @@ func NewPacer(client *redis.Client, prefix string, logger *slog.Logger) *Pacer {
 // returns how long until it comes. The slot is the caller's: it sends then,
 // without asking again.
 func (p *Pacer) Reserve(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error) {
-	return p.run(ctx, reserveSlot, "", webhookID, perSecond, p.local.Reserve)
+	args := []any{intervalOf(perSecond).Microseconds()}
+	return p.run(ctx, reserveSlot, "", webhookID, args, func(ctx context.Context) (time.Duration, error) {
+		return p.local.Reserve(ctx, webhookID, perSecond)
+	})
 }
 
 // Admit says whether the webhook may be sent to now at perSecond, and
-// counts the send when it may; otherwise it returns how long to wait.
+// counts the send when it may; otherwise it returns how long to wait. No
+// sendWindow (at least a second) ever holds more than perSecond times its
+// length of sends.
 func (p *Pacer) Admit(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error) {
-	return p.run(ctx, admitSend, "sent:", webhookID, perSecond, p.local.Admit)
+	window, limit := sendWindow(perSecond)
+	args := []any{window.Microseconds(), limit, uuid.NewString()}
+	return p.run(ctx, admitSend, "sent:", webhookID, args, func(ctx context.Context) (time.Duration, error) {
+		return p.local.Admit(ctx, webhookID, perSecond)
+	})
 }
 
-// run calls script for the webhook's key, or fallback when Redis fails.
-func (p *Pacer) run(ctx context.Context, script *redis.Script, kind string, webhookID uuid.UUID, perSecond float64,
-	fallback func(context.Context, uuid.UUID, float64) (time.Duration, error)) (time.Duration, error) {
+// sendWindow is the window Admit counts sends over, a second or the time
+// between two sends when that is longer, and how many it allows in it.
+func sendWindow(perSecond float64) (time.Duration, int) {
+	window := max(time.Second, intervalOf(perSecond))
+	return window, max(1, int(math.Floor(perSecond*window.Seconds()+1e-9)))
+}
+
+// run calls script for the webhook's key with args, or fallback when Redis
+// fails.
+func (p *Pacer) run(ctx context.Context, script *redis.Script, kind string, webhookID uuid.UUID, args []any,
+	fallback func(context.Context) (time.Duration, error)) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, pacerTimeout)
 	defer cancel()
-	interval := strconv.FormatInt(intervalOf(perSecond).Microseconds(), 10)
-	us, err := script.Run(ctx, p.client, []string{p.prefix + kind + webhookID.String()}, interval).Int64()
+	us, err := script.Run(ctx, p.client, []string{p.prefix + kind + webhookID.String()}, args...).Int64()
 	if err != nil {
 		if !p.failed.Swap(true) {
 			p.logger.Warn("the delivery-rate store failed; webhook rates are kept per process until it answers", "err", err)
 		}
-		return fallback(ctx, webhookID, perSecond)
+		return fallback(ctx)
 	}
 	if p.failed.Swap(false) {
 		p.logger.Info("the delivery-rate store answers again; webhook rates are shared again")
@@ -117,8 +141,8 @@ const maxLocalKeys = 10000
 type LocalPacer struct {
 	mu    sync.Mutex
 	clock furrow.Clock
-	next  map[uuid.UUID]time.Time // the next free slot of each webhook
-	sent  map[uuid.UUID]time.Time // when each webhook may be sent to again
+	next  map[uuid.UUID]time.Time   // the next free slot of each webhook
+	sent  map[uuid.UUID][]time.Time // each webhook's sends in its sendWindow
 }
 
 // NewLocalPacer returns a LocalPacer reading the time from clock.
@@ -143,11 +167,26 @@ func (l *LocalPacer) Admit(_ context.Context, webhookID uuid.UUID, perSecond flo
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	l.sent = forgetPast(l.sent, now)
-	if free := l.sent[webhookID]; free.After(now) {
-		return free.Sub(now), nil
+	window, limit := sendWindow(perSecond)
+	if l.sent == nil {
+		l.sent = map[uuid.UUID][]time.Time{}
 	}
-	l.sent[webhookID] = now.Add(intervalOf(perSecond))
+	if len(l.sent) >= maxLocalKeys {
+		for id, ts := range l.sent {
+			if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= window {
+				delete(l.sent, id)
+			}
+		}
+	}
+	ts := l.sent[webhookID]
+	for len(ts) > 0 && now.Sub(ts[0]) >= window {
+		ts = ts[1:]
+	}
+	if len(ts) >= limit {
+		l.sent[webhookID] = ts
+		return ts[0].Add(window).Sub(now), nil
+	}
+	l.sent[webhookID] = append(ts, now)
 	return 0, nil
 }
 

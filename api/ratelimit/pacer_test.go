@@ -81,25 +81,31 @@ func TestLocalPacer(t *testing.T) {
 	}
 }
 
-// TestPacerAdmitSpacesSends lets one send through per interval, whichever
-// process asks, and counts nothing it refuses.
-func TestPacerAdmitSpacesSends(t *testing.T) {
+// TestPacerAdmitCapsEverySecond lets at most the rate's sends through in
+// any second, whichever process asks, and counts nothing it refuses.
+func TestPacerAdmitCapsEverySecond(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := "furrow-test:pace:" + uuid.NewString() + ":"
 	a, b := NewPacer(c, prefix, nil), NewPacer(c, prefix, nil)
 	ctx := context.Background()
 	hook := uuid.New()
-	if w, err := a.Admit(ctx, hook, 5); err != nil || w != 0 {
-		t.Fatalf("first send waits %s (%v)", w, err)
+	for i := range 5 {
+		p := a
+		if i%2 == 1 {
+			p = b
+		}
+		if w, err := p.Admit(ctx, hook, 5); err != nil || w != 0 {
+			t.Fatalf("send %d waits %s (%v)", i+1, w, err)
+		}
 	}
 	w1, _ := b.Admit(ctx, hook, 5)
 	w2, _ := a.Admit(ctx, hook, 5)
-	if w1 <= 150*time.Millisecond || w1 > 200*time.Millisecond || w2 > w1 {
-		t.Fatalf("sends right after the first wait %s and %s, want just under 200ms each (refusals count nothing)", w1, w2)
+	if w1 <= 800*time.Millisecond || w1 > time.Second || w2 > w1 {
+		t.Fatalf("the 6th and 7th sends wait %s and %s, want just under 1s (refusals count nothing)", w1, w2)
 	}
 	time.Sleep(w2)
 	if w, _ := b.Admit(ctx, hook, 5); w != 0 {
-		t.Fatalf("after the interval: wait %s", w)
+		t.Fatalf("after the window: wait %s", w)
 	}
 }
 
@@ -107,14 +113,22 @@ func TestLocalPacerAdmit(t *testing.T) {
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	l := NewLocalPacer(clock)
 	hook := uuid.New()
-	if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
-		t.Fatalf("first: %s", w)
+	for i := range 4 {
+		if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
+			t.Fatalf("send %d: %s", i+1, w)
+		}
+		clock.Advance(10 * time.Millisecond)
 	}
-	if w, _ := l.Admit(context.Background(), hook, 4); w != 250*time.Millisecond {
-		t.Fatalf("second: %s, want 250ms", w)
+	if w, _ := l.Admit(context.Background(), hook, 4); w != 960*time.Millisecond {
+		t.Fatalf("5th: %s, want 960ms", w)
 	}
-	clock.Advance(250 * time.Millisecond)
+	clock.Advance(960 * time.Millisecond)
 	if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
-		t.Fatalf("after the interval: %s", w)
+		t.Fatalf("after the window: %s", w)
+	}
+	slow := uuid.New() // 0.5/s: one send in 2 s
+	l.Admit(context.Background(), slow, 0.5)
+	if w, _ := l.Admit(context.Background(), slow, 0.5); w != 2*time.Second {
+		t.Fatalf("0.5/s: second send waits %s, want 2s", w)
 	}
 }
