@@ -24,10 +24,15 @@ type Pacer interface {
 	Admit(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error)
 }
 
-// maxInlineWait is the longest an attempt waits for its turn itself; a
+// maxInlineWait is the longest an attempt waits for its slot itself; a
 // longer wait is left to a durable timer of the workflow, so that no
 // activity slot is held while a webhook's rate holds its deliveries back.
 const maxInlineWait = 200 * time.Millisecond
+
+// maxAdmitWait is the longest an attempt whose slot has come waits, in
+// all, for the send-time check: about the rate's one-second window, so
+// that a freed place is taken at once rather than after a timer.
+const maxAdmitWait = time.Second
 
 // maxSpread bounds the random delay added to a wait for Admit, which
 // spreads out attempts that met at the same instant.
@@ -54,7 +59,7 @@ func (a *Activities) pace(ctx context.Context, in DeliverInput, w furrow.Webhook
 		}
 		sleep(ctx, wait)
 	}
-	budget := maxInlineWait
+	budget := maxAdmitWait
 	for {
 		wait, err := a.Pacer.Admit(ctx, w.ID, rate)
 		if err != nil || wait <= 0 {

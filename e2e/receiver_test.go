@@ -33,6 +33,8 @@ type delivery struct {
 	Verified         bool
 	Status           int
 	Data             json.RawMessage
+	// At is when the request arrived.
+	At time.Time
 }
 
 // receiver is a local HTTPS webhook endpoint with a self-signed certificate
@@ -81,6 +83,7 @@ func (rc *receiver) setAnswer(f func(eventID string, nth int) int) {
 }
 
 func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	body, _ := io.ReadAll(r.Body)
 	var env struct {
 		ID   string
@@ -93,7 +96,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.mu.Lock()
 	d := delivery{
-		EventID: env.ID, Type: env.Type, Data: env.Data,
+		EventID: env.ID, Type: env.Type, Data: env.Data, At: at,
 		DeliveryID: r.Header.Get(webhook.DeliveryHeader), UserAgent: r.Header.Get("User-Agent"),
 		WebhookID:        r.Header.Get(webhook.IDHeader),
 		FurrowVerified:   webhook.Verify(rc.secret, r.Header.Get(webhook.SignatureHeader), body, time.Now()) == nil,
