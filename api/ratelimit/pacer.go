@@ -55,8 +55,15 @@ return wait
 `)
 
 // pacerTimeout bounds one Redis call of the Pacer; past it the slot is
-// taken from the process's own schedule.
-const pacerTimeout = 250 * time.Millisecond
+// taken from the process's own schedule. It is generous: a call that
+// times out may still have counted in Redis, and the process's own count
+// then adds to it.
+const pacerTimeout = time.Second
+
+// pacerBreaker is how long the Pacer keeps to the process's own schedule
+// after a failed Redis call before trying Redis again, so that a flapping
+// Redis does not spend both budgets call after call.
+const pacerBreaker = 5 * time.Second
 
 // Pacer spaces the delivery attempts of each webhook to its max_per_second
 // across every process, through one Redis (GCRA slots). When Redis does not
@@ -68,7 +75,8 @@ type Pacer struct {
 	prefix string
 	logger *slog.Logger
 	local  LocalPacer
-	failed atomic.Bool // the last Redis call failed
+	failed atomic.Bool  // the last Redis call failed
+	down   atomic.Int64 // until when (Unix ns) Redis is left alone
 }
 
 // NewPacer returns a Pacer keeping its slots under prefix in client.
@@ -112,10 +120,14 @@ func sendWindow(perSecond float64) (time.Duration, int) {
 // fails.
 func (p *Pacer) run(ctx context.Context, script *redis.Script, kind string, webhookID uuid.UUID, args []any,
 	fallback func(context.Context) (time.Duration, error)) (time.Duration, error) {
+	if time.Now().UnixNano() < p.down.Load() {
+		return fallback(ctx)
+	}
 	ctx, cancel := context.WithTimeout(ctx, pacerTimeout)
 	defer cancel()
 	us, err := script.Run(ctx, p.client, []string{p.prefix + kind + webhookID.String()}, args...).Int64()
 	if err != nil {
+		p.down.Store(time.Now().Add(pacerBreaker).UnixNano())
 		if !p.failed.Swap(true) {
 			p.logger.Warn("the delivery-rate store failed; webhook rates are kept per process until it answers", "err", err)
 		}
