@@ -29,12 +29,16 @@ const (
 const AttemptRetried = "retry"
 
 // Why an attempt sent nothing: the error of its row in the attempt log and
-// of its delivery workflow's result.
+// of its delivery workflow's result. Each starts with SkipPrefix.
 const (
-	SkipWebhookDisabled = "skipped: webhook disabled"
-	SkipWebhookDeleted  = "skipped: webhook deleted"
-	SkipEventDeleted    = "skipped: event deleted"
+	SkipWebhookDisabled = SkipPrefix + "webhook disabled"
+	SkipWebhookDeleted  = SkipPrefix + "webhook deleted"
+	SkipEventDeleted    = SkipPrefix + "event deleted"
 )
+
+// SkipPrefix starts the error of every attempt row that sent nothing. The
+// delivery log's health index (migration 0015) leaves such rows out by it.
+const SkipPrefix = "skipped: "
 
 // Accepted reports whether an answer's status delivers the event: any 2xx,
 // whatever the body says.
@@ -52,7 +56,8 @@ func Retried(status int) bool {
 // ChainReport is how one delivery chain of a webhook ended, as its delivery
 // workflow tells the webhook's workflow (which counts failed chains). Only
 // failed chains, and delivered chains of a webhook that counts failed
-// chains, are reported. StatusCode and Error are those of the chain's last
+// chains, are reported; the chain of a test delivery (IsTestDelivery) never
+// is. StatusCode and Error are those of the chain's last
 // attempt.
 type ChainReport struct {
 	WebhookID  uuid.UUID

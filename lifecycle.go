@@ -16,10 +16,6 @@ const (
 	// EventWebhookEnabled: a disabled webhook was enabled again (data
 	// WebhookEnabledData).
 	EventWebhookEnabled = "webhook.enabled"
-	// EventWebhookTest is the type of the delivery a manager asks for to
-	// try a webhook. It is not a farm event: it is never stored, listed or
-	// delivered by subscription, and no webhook may list it.
-	EventWebhookTest = "webhook.test"
 )
 
 // Who enabled a webhook again: the By of WebhookEnabledData.

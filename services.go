@@ -150,6 +150,22 @@ type WebhookService interface {
 	Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]Attempt, error)
 	// PruneAttempts removes attempts older than before, in bounded work.
 	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
+
+	// AddTestEvent stores e, a webhook.test event (NewWebhookTestEvent),
+	// addressed to its webhook only: it is never claimed by the outbox nor
+	// listed with the farm's events, and is kept as long as attempts. An
+	// unknown webhook is ENOTFOUND.
+	AddTestEvent(ctx context.Context, webhookID uuid.UUID, e Event) error
+	// TestEvent returns a stored webhook.test event by id.
+	TestEvent(ctx context.Context, id string) (Event, error)
+	// AttemptHealth summarizes the attempt log of each webhook, in the
+	// order given, in one query: its attempts that sent something, over
+	// the HealthWindow up to now for the counts and durations, and over
+	// the whole log for the last delivery and failure.
+	AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]AttemptHealth, error)
+	// UpdateWebhook applies p to a farm's webhook and returns it as it is
+	// now.
+	UpdateWebhook(ctx context.Context, farmID, id uuid.UUID, p WebhookPatch) (Webhook, error)
 }
 
 // RateLimiter decides whether a credential may make one more request.
@@ -193,6 +209,9 @@ type DeliveryControl interface {
 	// Redeliver starts a new delivery of each event to w and returns how
 	// many were started.
 	Redeliver(ctx context.Context, w Webhook, events []Event) (int, error)
+	// TestDelivery starts the delivery of e, a stored webhook.test event,
+	// to w only.
+	TestDelivery(ctx context.Context, w Webhook, e Event) error
 }
 
 // Retention removes what the service no longer needs to keep.

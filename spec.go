@@ -58,3 +58,21 @@ func ScheduleOrDefault(s []time.Duration) []time.Duration {
 	}
 	return s
 }
+
+// The numbers of the owners' webhook tools: test deliveries, the health
+// summary and the delivery rate an owner may set.
+const (
+	// TestDeliveryLimit is how many test deliveries one webhook may be
+	// sent in a TestDeliveryWindow; the next request is answered 429
+	// rate_limited with retry-after.
+	TestDeliveryLimit = 10
+	// TestDeliveryWindow is the sliding window TestDeliveryLimit counts
+	// over.
+	TestDeliveryWindow = time.Minute
+	// HealthWindow is the span of the attempt log a webhook's health
+	// summary counts its attempts, success rate and durations over.
+	HealthWindow = 24 * time.Hour
+	// MaxPerSecondBound is the highest delivery rate an owner may set on a
+	// webhook (max_per_second).
+	MaxPerSecondBound = 1000
+)

@@ -38,6 +38,9 @@ type Webhook struct {
 	StateSeq         int64  `json:"-"`
 	StateChangedAtMs int64  `json:"-"`
 	StateCause       string `json:"-"`
+	// MaxPerSecond caps the attempts sent to the webhook each second
+	// across every process; nil is unlimited (ValidateMaxPerSecond).
+	MaxPerSecond *float64 `json:"max_per_second"`
 }
 
 // Subscribes reports whether w receives farm events of type t: a webhook

@@ -45,6 +45,9 @@ type Activities struct {
 	// Metrics records attempts, chains, disabled webhooks and offline
 	// devices; nil records nothing.
 	Metrics Metrics
+	// Pacer keeps attempts within each webhook's max_per_second; nil
+	// sends every attempt at once.
+	Pacer Pacer
 }
 
 // Metrics receives what the activities did, for the process's metrics
@@ -63,6 +66,11 @@ type Metrics interface {
 	WebhookLifecycleEvent(eventType string)
 	// DevicesOffline counts n devices marked offline.
 	DevicesOffline(n int)
+	// TestDelivery counts a test delivery's chain that ended with outcome.
+	TestDelivery(outcome string)
+	// DeliveryThrottled counts an attempt that waited for its webhook's
+	// rate.
+	DeliveryThrottled()
 }
 
 type noMetrics struct{}
@@ -73,6 +81,8 @@ func (noMetrics) Delivered(time.Duration)               {}
 func (noMetrics) WebhookDisabled()                      {}
 func (noMetrics) WebhookLifecycleEvent(string)          {}
 func (noMetrics) DevicesOffline(int)                    {}
+func (noMetrics) TestDelivery(string)                   {}
+func (noMetrics) DeliveryThrottled()                    {}
 
 func (a *Activities) metrics() Metrics {
 	if a.Metrics == nil {

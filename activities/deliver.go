@@ -30,6 +30,17 @@ type DeliverInput struct {
 	FirstAttempt int
 	// Schedule is the delay after each failed attempt of the chain.
 	Schedule []furrow.Duration
+	// Test marks a test delivery (furrow.IsTestDelivery): its event is a
+	// stored webhook.test event, and it is sent even to a disabled webhook,
+	// since its owner is trying the endpoint before enabling it again.
+	Test bool `json:",omitempty"`
+	// Paced makes the attempt keep to the webhook's max_per_second: it
+	// takes a slot of the rate first and, when the slot is not near, sends
+	// nothing and returns Throttled. Workflows set it since pacingChange.
+	Paced bool `json:",omitempty"`
+	// Reserved says the slot was taken by the Throttled call before this
+	// one, so the attempt sends at once.
+	Reserved bool `json:",omitempty"`
 }
 
 // DeliverResult is the outcome of an attempt that did not fail.
@@ -43,6 +54,13 @@ type DeliverResult struct {
 	SkipReason string `json:",omitempty"`
 	// Failures is the webhook's failure counter read by the attempt.
 	Failures int
+	// Throttled says the attempt sent nothing and wrote no row: the slot
+	// it took of the webhook's Rate (attempts a second) comes after Wait.
+	// It is not an attempt of the chain; the workflow waits and makes it
+	// then, with Reserved.
+	Throttled bool            `json:",omitempty"`
+	Wait      furrow.Duration `json:",omitempty"`
+	Rate      float64         `json:",omitempty"`
 }
 
 // Deliver makes one attempt to POST the event to the webhook and writes one
@@ -65,11 +83,15 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	if skip != "" {
 		row.Error, row.AtMs = skip, furrow.Millis(a.Clock.Now())
 		a.record(ctx, row)
-		a.observeSkip()
+		a.observeSkip(in)
 		res.Skipped, res.SkipReason = true, skip
 		return res, nil
 	}
 	res.Failures = w.ConsecutiveFailures
+	if wait := a.pace(ctx, in, w); wait > 0 {
+		res.Throttled, res.Wait, res.Rate = true, furrow.Duration(wait), *w.MaxPerSecond
+		return res, nil
+	}
 	sent := a.post(ctx, w, in.EventID, row.DeliveryID, body)
 	row.StatusCode, row.ResponseBody, row.Error = sent.status, sent.body, sent.errText
 	row.SignedWith = sent.signedWith
@@ -92,10 +114,10 @@ func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook,
 		return w, e, nil, furrow.SkipWebhookDeleted, nil
 	} else if err != nil {
 		return w, e, nil, "", err
-	} else if !w.Enabled {
+	} else if !w.Enabled && !in.Test {
 		return w, e, nil, furrow.SkipWebhookDisabled, nil
 	}
-	e, err = a.Events.Event(ctx, in.EventID)
+	e, err = a.event(ctx, in)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return w, e, nil, furrow.SkipEventDeleted, nil
 	} else if err != nil {
@@ -103,6 +125,15 @@ func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook,
 	}
 	body, err := json.Marshal(e)
 	return w, e, body, "", err
+}
+
+// event reads the event to send: a farm event, or the test event of a
+// test delivery.
+func (a *Activities) event(ctx context.Context, in DeliverInput) (furrow.Event, error) {
+	if in.Test {
+		return a.Webhooks.TestEvent(ctx, in.EventID)
+	}
+	return a.Events.Event(ctx, in.EventID)
 }
 
 // sent is what one POST produced.

@@ -15,18 +15,26 @@ func (a *Activities) observeAttempt(in DeliverInput, attempt int, took time.Dura
 	switch {
 	case err == nil:
 		m.DeliveryAttempt(furrow.OutcomeDelivered, took)
-		m.DeliveryChain(furrow.OutcomeDelivered)
+		a.observeChain(in, furrow.OutcomeDelivered)
 		m.Delivered(a.Clock.Now().Sub(time.UnixMilli(occurredAtMs)))
 	case Retried(err) && attempt <= len(in.Schedule):
 		m.DeliveryAttempt(furrow.AttemptRetried, took)
 	default:
 		m.DeliveryAttempt(furrow.OutcomeFailed, took)
-		m.DeliveryChain(furrow.OutcomeFailed)
+		a.observeChain(in, furrow.OutcomeFailed)
+	}
+}
+
+// observeChain records the end of a chain, and of a test delivery.
+func (a *Activities) observeChain(in DeliverInput, outcome string) {
+	a.metrics().DeliveryChain(outcome)
+	if in.Test {
+		a.metrics().TestDelivery(outcome)
 	}
 }
 
 // observeSkip records an attempt that found nothing to send.
-func (a *Activities) observeSkip() {
+func (a *Activities) observeSkip(in DeliverInput) {
 	a.metrics().DeliveryAttempt(furrow.OutcomeSkipped, 0)
-	a.metrics().DeliveryChain(furrow.OutcomeSkipped)
+	a.observeChain(in, furrow.OutcomeSkipped)
 }

@@ -76,6 +76,10 @@ type Deps struct {
 	// authorized the topics, and LivePage GET /live, when set.
 	Live     LiveServer
 	LivePage http.Handler
+	// TestLimiter counts test deliveries per webhook
+	// (furrow.TestDeliveryLimit per furrow.TestDeliveryWindow); nil: an
+	// in-process one.
+	TestLimiter furrow.RateLimiter
 }
 
 // Metrics counts what the management API changes, for the process's
@@ -123,6 +127,9 @@ func New(cfg Config, deps Deps) http.Handler {
 	}
 	if deps.Limiter == nil {
 		deps.Limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, deps.Clock)
+	}
+	if deps.TestLimiter == nil {
+		deps.TestLimiter = ratelimit.NewMemory(furrow.TestDeliveryLimit, furrow.TestDeliveryWindow, deps.Clock)
 	}
 	s := &server{cfg: cfg, keys: newKeyCache(keyCacheSize), Deps: deps}
 	return s.routes()

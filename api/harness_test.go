@@ -125,6 +125,7 @@ type engine struct {
 	reenabled    []uuid.UUID
 	flipOnSignal bool // Reenable enables the webhook at once, as a quick workflow would
 	redelivered  []furrow.Event
+	tested       []furrow.Event // the test deliveries started
 }
 
 func (e *engine) Publish(r furrow.LiveReading) {
@@ -161,6 +162,13 @@ func (e *engine) Redeliver(_ context.Context, _ furrow.Webhook, events []furrow.
 	defer e.mu.Unlock()
 	e.redelivered = append(e.redelivered, events...)
 	return len(events), nil
+}
+
+func (e *engine) TestDelivery(_ context.Context, _ furrow.Webhook, ev furrow.Event) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tested = append(e.tested, ev)
+	return nil
 }
 
 // rebuild makes the handler again after cfg or deps changed.

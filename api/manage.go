@@ -33,6 +33,8 @@ func (s *server) farmRoutes(r chi.Router) {
 		r.With(manager).Post("/webhooks/{webhook}/secret/rotate", s.handle(s.rotateSecret))
 		r.With(manager).Get("/webhooks/{webhook}/attempts", s.handle(s.listAttempts))
 		r.With(manager).Post("/webhooks/{webhook}/redeliver", s.handle(s.redeliver))
+		r.With(manager).Post("/webhooks/{webhook}/test", s.handle(s.testWebhook))
+		r.With(manager).Patch("/webhooks/{webhook}", s.handle(s.updateWebhook))
 		r.With(manager).Post("/events", s.handle(s.createEvent))
 		r.With(viewer).Get("/events", s.handle(s.listEvents))
 		r.With(viewer).Get("/readings", s.handle(s.listReadings))

@@ -87,7 +87,13 @@ func (s *server) storeReading(r *http.Request, in furrow.Reading, keyHash *furro
 // the limit. A failing limiter is an internal error; wrap it in
 // ratelimit.FailOpen to let requests through instead.
 func (s *server) rateLimit(w http.ResponseWriter, r *http.Request, key string) error {
-	d, err := s.Limiter.Allow(r.Context(), key)
+	return limit(w, r, s.Limiter, key, "Over the limit of requests for this credential; retry after the number of seconds in retry-after.")
+}
+
+// limit counts the request for key with l, setting retry-after and
+// answering reason when it is over the limit.
+func limit(w http.ResponseWriter, r *http.Request, l furrow.RateLimiter, key, reason string) error {
+	d, err := l.Allow(r.Context(), key)
 	if err != nil {
 		return err
 	}
@@ -95,7 +101,7 @@ func (s *server) rateLimit(w http.ResponseWriter, r *http.Request, key string) e
 		return nil
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(d.RetryAfter)))
-	return furrow.Errorf(furrow.ERATELIMITED, "Over the limit of requests for this credential; retry after the number of seconds in retry-after.")
+	return furrow.Errorf(furrow.ERATELIMITED, "%s", reason)
 }
 
 // retryAfterSeconds rounds up to whole seconds, at least one.

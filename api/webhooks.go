@@ -17,8 +17,9 @@ const reenablePoll = 50 * time.Millisecond
 // webhook, its secret included.
 func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		URL        string   `json:"url"`
-		EventTypes []string `json:"event_types"`
+		URL          string   `json:"url"`
+		EventTypes   []string `json:"event_types"`
+		MaxPerSecond *float64 `json:"max_per_second"`
 	}
 	if err := s.decodeBody(w, r, &in); err != nil {
 		return err
@@ -30,14 +31,17 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := furrow.ValidateMaxPerSecond(in.MaxPerSecond); err != nil {
+		return err
+	}
 	wh, err := s.Webhooks.CreateWebhook(r.Context(), furrow.Webhook{
 		ID: uuid.New(), FarmID: currentFarm(r), URL: in.URL, Secret: furrow.NewWebhookSecret(),
-		Enabled: true, EventTypes: types,
+		Enabled: true, EventTypes: types, MaxPerSecond: in.MaxPerSecond,
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, webhookOut(wh))
+	writeJSON(w, http.StatusCreated, newWebhookView(wh))
 	return nil
 }
 
@@ -65,15 +69,16 @@ func webhookOut(w furrow.Webhook) furrow.Webhook {
 	return w
 }
 
-// listWebhooks lists the farm's webhooks, secrets included: 200.
+// listWebhooks lists the farm's webhooks, secrets and health included, the
+// health of all of them read at once: 200.
 func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	hooks, err := s.Webhooks.Webhooks(r.Context(), currentFarm(r))
 	if err != nil {
 		return err
 	}
-	out := make([]furrow.Webhook, 0, len(hooks))
-	for _, h := range hooks {
-		out = append(out, webhookOut(h))
+	out, err := s.withHealth(r, hooks)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -88,13 +93,17 @@ func (s *server) farmWebhook(r *http.Request) (furrow.Webhook, error) {
 	return s.Webhooks.Webhook(r.Context(), currentFarm(r), id)
 }
 
-// getWebhook answers one webhook, secret included: 200.
+// getWebhook answers one webhook, secret and health included: 200.
 func (s *server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	wh, err := s.farmWebhook(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, webhookOut(wh))
+	out, err := s.oneWithHealth(r, wh)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -127,14 +136,18 @@ func (s *server) enableWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	out, err := s.oneWithHealth(r, wh)
+	if err != nil {
+		return err
+	}
 	if done {
-		writeJSON(w, http.StatusOK, webhookOut(wh))
+		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
 	writeJSON(w, http.StatusAccepted, struct {
-		furrow.Webhook
+		webhookView
 		Reason string `json:"reason"`
-	}{webhookOut(wh), "Re-enabling was requested and will apply shortly; read the webhook again to see it."})
+	}{out, "Re-enabling was requested and will apply shortly; read the webhook again to see it."})
 	return nil
 }
 

@@ -37,6 +37,8 @@ type delivery struct {
 	// own.
 	Header http.Header
 	Body   []byte
+	// At is when the request arrived.
+	At time.Time
 }
 
 // receiver is a local HTTPS webhook endpoint with a self-signed certificate
@@ -85,6 +87,7 @@ func (rc *receiver) setAnswer(f func(eventID string, nth int) int) {
 }
 
 func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	body, _ := io.ReadAll(r.Body)
 	var env struct {
 		ID   string
@@ -97,7 +100,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.mu.Lock()
 	d := delivery{
-		EventID: env.ID, Type: env.Type, Data: env.Data,
+		EventID: env.ID, Type: env.Type, Data: env.Data, At: at,
 		DeliveryID: r.Header.Get(webhook.DeliveryHeader), UserAgent: r.Header.Get("User-Agent"),
 		WebhookID: r.Header.Get(webhook.IDHeader), Header: r.Header.Clone(), Body: body,
 		FurrowVerified:   webhook.Verify(rc.secret, r.Header.Get(webhook.SignatureHeader), body, time.Now()) == nil,

@@ -132,7 +132,13 @@ func (db *DB) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]f
 // before before, and returns how many attempts they held. Whole partitions
 // go, so the cost does not grow with the log, and attempts are kept up to a
 // day longer than asked. It also creates the partitions of the next days.
+// The test events, which only attempts refer to, go when they are older
+// than before.
 func (db *DB) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
 	n, _, err := db.attemptParts.prune(ctx, db, before)
+	if err != nil {
+		return n, err
+	}
+	_, err = db.pruneTestEvents(ctx, furrow.Millis(before))
 	return n, err
 }

@@ -36,6 +36,9 @@ func MigrateUpTo(ctx context.Context, databaseURL, version string) error {
 // SweepCandidatesSQL is the offline sweep's candidate query, for plan tests.
 const SweepCandidatesSQL = sweepCandidatesSQL
 
+// HealthSQL is the query of AttemptHealth ($1 webhook ids, $2 since ms).
+var HealthSQL = healthSQL
+
 // ClaimSQL and BacklogSQL are the outbox's queries, for plan tests; their
 // last parameter is the outbox floor.
 const (

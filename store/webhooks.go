@@ -12,7 +12,7 @@ import (
 
 const webhookColumns = "id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, " +
 	"secret_version, previous_secret, previous_secret_key_id, coalesce(previous_secret_until_ms, 0), " +
-	"state_seq, coalesce(state_changed_at_ms, 0), coalesce(state_cause, '')"
+	"state_seq, coalesce(state_changed_at_ms, 0), coalesce(state_cause, ''), max_per_second"
 
 // scanWebhook reads a row of webhookColumns and opens its secrets. A
 // previous secret whose overlap has ended by the store's clock is left
@@ -21,7 +21,7 @@ func (db *DB) scanWebhook(row pgx.Row) (w furrow.Webhook, expired bool, err erro
 	var keyID, previous, previousKeyID *string
 	err = row.Scan(&w.ID, &w.FarmID, &w.URL, &w.Secret, &keyID, &w.Enabled, &w.ConsecutiveFailures, &w.EventTypes,
 		&w.SecretVersion, &previous, &previousKeyID, &w.PreviousSecretUntilMs,
-		&w.StateSeq, &w.StateChangedAtMs, &w.StateCause)
+		&w.StateSeq, &w.StateChangedAtMs, &w.StateCause, &w.MaxPerSecond)
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}
@@ -77,9 +77,11 @@ func (db *DB) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webho
 	w.SecretVersion, w.PreviousSecret, w.PreviousSecretUntilMs = 1, "", 0
 	stored, keyID := db.sealSecret(w.ID, w.Secret)
 	_, err := db.pool.Exec(ctx, `INSERT INTO webhooks
-		(id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, created_at_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		w.ID, w.FarmID, w.URL, stored, keyID, w.Enabled, w.ConsecutiveFailures, w.EventTypes, db.nowMs())
+		(id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, created_at_ms,
+		max_per_second)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		w.ID, w.FarmID, w.URL, stored, keyID, w.Enabled, w.ConsecutiveFailures, w.EventTypes, db.nowMs(),
+		w.MaxPerSecond)
 	if err != nil {
 		return furrow.Webhook{}, translate(err, "create webhook", "webhook")
 	}

@@ -47,6 +47,8 @@ func TestContract(t *testing.T) {
 		"furrow_webhook_secrets":                   {dto.MetricType_GAUGE, []string{"state"}},
 		"furrow_webhook_secrets_sealing":           {dto.MetricType_GAUGE, nil},
 		"furrow_webhook_secret_rotations_total":    {dto.MetricType_COUNTER, nil},
+		"furrow_webhook_test_deliveries_total":     {dto.MetricType_COUNTER, []string{"outcome"}},
+		"furrow_delivery_throttled_total":          {dto.MetricType_COUNTER, nil},
 	}
 	mfs, err := m.Registry().Gather()
 	if err != nil {

@@ -34,6 +34,7 @@ type Metrics struct {
 	offline        prometheus.Counter
 	rotations      prometheus.Counter
 	dispatch       dispatchMetrics
+	owners         ownerMetrics
 }
 
 // New returns the instruments registered on a new registry that also holds
@@ -57,6 +58,7 @@ func New() *Metrics {
 	m.offline = counter(reg, "furrow_devices_offline_total", "Devices marked offline (device.offline emitted).")
 	m.rotations = counter(reg, "furrow_webhook_secret_rotations_total", "Webhook signing secrets rotated through the API.")
 	m.dispatch = newDispatchMetrics(reg)
+	m.owners = newOwnerMetrics(reg)
 	for _, r := range []string{furrow.OutcomeDelivered, furrow.AttemptRetried, furrow.OutcomeFailed, furrow.OutcomeSkipped} {
 		m.attempts.WithLabelValues(r) // Every result is shown from the start, at 0.
 	}

@@ -54,6 +54,17 @@ func (ctl *Control) Redeliver(ctx context.Context, w furrow.Webhook, events []fu
 	return n, nil
 }
 
+// TestDelivery starts the delivery workflow of e, a stored webhook.test
+// event, to w: the workflow's input marks it a test delivery by its event
+// type, and its ID is the event's own, which is fresh.
+func (ctl *Control) TestDelivery(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
+	opts, in := workflows.DeliveryStart(workflows.DeliveryWorkflowID(w.ID, e.ID), w, e, ctl.schedule)
+	if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in); err != nil {
+		return fmt.Errorf("start test delivery %s to webhook %s: %w", e.ID, w.ID, err)
+	}
+	return nil
+}
+
 // signalWebhook sends signal with arg to the webhook's workflow, starting
 // the workflow when it does not run.
 func signalWebhook(ctx context.Context, c client.Client, webhookID uuid.UUID, signal string, arg any) error {

@@ -23,6 +23,14 @@ const attemptTimeout = 3 * furrow.DeliveryTimeout
 // for. Histories recorded before replay the old way.
 const attemptsChange = "attempt-per-activity"
 
+// pacingChange versions the webhook's delivery rate (max_per_second).
+// Since it, every attempt first takes a slot of the rate; when the slot is
+// not near, the attempt sends nothing (Throttled) and the workflow sleeps a
+// durable timer until the slot, saying so in its current details, then
+// makes the same attempt: waiting is never a failed attempt and never uses
+// one up. Histories recorded before never wait.
+const pacingChange = "webhook-rate"
+
 // DeliveryInput is the input of the delivery workflow: ids and the event
 // type only, never the secret or the body.
 type DeliveryInput struct {
@@ -56,6 +64,7 @@ type DeliveryResult struct {
 // fails the workflow (ErrorTypeChainFailed).
 func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 	c := newChain(in)
+	c.in.Paced = workflow.GetVersion(ctx, pacingChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 	res, err := c.deliver(ctx)
 	out := DeliveryResult{Outcome: furrow.OutcomeDelivered, Attempts: res.Attempt, StatusCode: res.StatusCode}
 	var appErr *temporal.ApplicationError
@@ -74,12 +83,25 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 		out.Outcome, out.Error = furrow.OutcomeSkipped, res.SkipReason
 	}
 	workflow.SetCurrentDetails(ctx, c.ended(out))
-	if out.Outcome == furrow.OutcomeFailed || (out.Outcome == furrow.OutcomeDelivered && res.Failures > 0) {
+	if reported(in, out, res) {
 		if err := report(ctx, in, out); err != nil {
 			return out, err
 		}
 	}
 	return out, c.end(ctx, out)
+}
+
+// reported says whether the chain's end is reported to the webhook's
+// workflow: a failed chain, and a delivered one after failures, unless it
+// is a test delivery. A test delivery is never reported, so it never counts
+// toward furrow.MaxFailedChains nor resets the count: only deliveries of
+// farm events do. (No history holds a test delivery from before this rule,
+// so it needs no version.)
+func reported(in DeliveryInput, out DeliveryResult, res activities.DeliverResult) bool {
+	if furrow.IsTestDelivery(in.EventType) {
+		return false
+	}
+	return out.Outcome == furrow.OutcomeFailed || (out.Outcome == furrow.OutcomeDelivered && res.Failures > 0)
 }
 
 // chain is one delivery chain being run.
@@ -91,7 +113,8 @@ type chain struct {
 func newChain(in DeliveryInput) *chain {
 	schedule := furrow.ScheduleOrDefault(furrow.TimeDurations(in.Schedule))
 	return &chain{
-		in:       activities.DeliverInput{WebhookID: in.WebhookID, EventID: in.EventID, FirstAttempt: 1, Schedule: furrow.Durations(schedule)},
+		in: activities.DeliverInput{WebhookID: in.WebhookID, EventID: in.EventID, FirstAttempt: 1, Schedule: furrow.Durations(schedule),
+			Test: furrow.IsTestDelivery(in.EventType)},
 		schedule: schedule,
 	}
 }
@@ -103,13 +126,14 @@ func (c *chain) total() int { return len(c.schedule) + 1 }
 func (c *chain) deliver(ctx workflow.Context) (activities.DeliverResult, error) {
 	var a *activities.Activities
 	var res activities.DeliverResult
-	workflow.SetCurrentDetails(ctx, c.sending(1))
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: attemptTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:             c.attemptSummary(1),
 	})
-	err := workflow.ExecuteLocalActivity(lctx, a.Deliver, c.in).Get(ctx, &res)
+	err := c.paced(ctx, 1, &res, func(in activities.DeliverInput, res *activities.DeliverResult) error {
+		return workflow.ExecuteLocalActivity(lctx, a.Deliver, in).Get(ctx, res)
+	})
 	res.Attempt = 1
 	if err == nil || !activities.Retried(err) || len(c.schedule) == 0 {
 		return res, err
@@ -142,15 +166,37 @@ func (c *chain) wait(ctx workflow.Context, attempt int, last failure) error {
 // attempt runs one attempt (2 or later) as its own activity.
 func (c *chain) attempt(ctx workflow.Context, attempt int, res *activities.DeliverResult) error {
 	var a *activities.Activities
-	workflow.SetCurrentDetails(ctx, c.sending(attempt))
-	in := c.in
-	in.FirstAttempt = attempt
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: attemptTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:             c.attemptSummary(attempt),
 	})
-	return workflow.ExecuteActivity(actx, a.Deliver, in).Get(ctx, res)
+	return c.paced(ctx, attempt, res, func(in activities.DeliverInput, res *activities.DeliverResult) error {
+		return workflow.ExecuteActivity(actx, a.Deliver, in).Get(ctx, res)
+	})
+}
+
+// paced makes attempt with run and, while the webhook's rate holds it back
+// (a Throttled result), sleeps until its slot and makes it again with the
+// slot reserved. Only a Paced chain is ever throttled.
+func (c *chain) paced(ctx workflow.Context, attempt int, res *activities.DeliverResult,
+	run func(activities.DeliverInput, *activities.DeliverResult) error) error {
+	in := c.in
+	in.FirstAttempt = attempt
+	for {
+		workflow.SetCurrentDetails(ctx, c.sending(attempt))
+		*res = activities.DeliverResult{}
+		if err := run(in, res); err != nil || !res.Throttled {
+			return err
+		}
+		wait := time.Duration(res.Wait)
+		workflow.SetCurrentDetails(ctx, c.throttled(attempt, res.Rate, wait))
+		t := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: c.throttledSummary(attempt, res.Rate)})
+		if err := t.Get(ctx, nil); err != nil {
+			return err
+		}
+		in.Reserved = true
+	}
 }
 
 // retryInOneActivity runs attempts 2 and later as one activity whose retry

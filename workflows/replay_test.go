@@ -32,18 +32,21 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // unprefixed ones before the delivery workflow's attempt-per-activity
 // change, those prefixed "attempt_per_activity_" after it and before its
 // outcome-search-attributes change, those prefixed
-// "outcome_search_attributes_" after it and before the webhook workflow's
-// lifecycle-events change. go test -run TestReplay -update records the
-// current ones (prefix).
+// "outcome_search_attributes_" after it and before two changes made side by
+// side: the webhook workflow's lifecycle events ("lifecycle_events_",
+// recorded without the webhook rate) and the webhook rate. go test -run
+// TestReplay -update records the current ones (prefix), with both; their
+// redelivery first waits for the webhook's rate.
 var histories = []string{
 	"delivery_rejected.json", "delivery_retried.json", "webhook.json",
 	"attempt_per_activity_delivery_rejected.json", "attempt_per_activity_delivery_retried.json", "attempt_per_activity_webhook.json",
 	"outcome_search_attributes_delivery_rejected.json", "outcome_search_attributes_delivery_retried.json", "outcome_search_attributes_webhook.json",
+	"lifecycle_events_delivery_rejected.json", "lifecycle_events_delivery_retried.json", "lifecycle_events_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
 }
 
 // prefix names the histories recorded by the current code.
-const prefix = "lifecycle_events_"
+const prefix = "webhook_rate_"
 
 // TestReplay replays recorded histories so that a non-deterministic change
 // of a workflow fails here before it fails running workflows.
@@ -83,7 +86,7 @@ func record(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(srv.URL, furrow.MaxFailedChains-1)
 	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
-		Reporter: ftemporal.NewReporter(c)}
+		Reporter: ftemporal.NewReporter(c), Pacer: &pacer{waits: []time.Duration{0, time.Second}}}
 	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -96,6 +99,10 @@ func record(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
+	rate := 1.0
+	if _, err := f.store.UpdateWebhook(ctx, f.webhook.FarmID, f.webhook.ID, furrow.WebhookPatch{SetMaxPerSecond: true, MaxPerSecond: &rate}); err != nil {
+		t.Fatal(err)
+	}
 	f.webhook = f.store.webhook(f.webhook.ID)
 	run(ctx, t, c, workflows.RedeliveryWorkflowID(f.webhook.ID, f.event.ID, "1"), f, prefix+"delivery_retried.json")
 	if n := len(f.store.lifecycleEvents(f.webhook.FarmID)); n != 2 {

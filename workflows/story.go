@@ -69,6 +69,16 @@ func (c *chain) sendingRetried() string {
 	return fmt.Sprintf("sending attempts 2 to %d of %d; the pending activity shows the attempt and its last failure", c.total(), c.total())
 }
 
+// throttled says that attempt n waits for the webhook's rate: "waiting
+// for the webhook's rate of 5/s: attempt 1 of 8 in 3s".
+func (c *chain) throttled(n int, rate float64, wait time.Duration) string {
+	return fmt.Sprintf("waiting for the webhook's rate of %s: attempt %d of %d in %s", furrow.RateText(rate), n, c.total(), furrow.Duration(wait))
+}
+
+func (c *chain) throttledSummary(n int, rate float64) string {
+	return fmt.Sprintf("wait for the webhook's rate of %s before attempt %d of %d", furrow.RateText(rate), n, c.total())
+}
+
 // waiting says that attempt n failed and when the next comes: "attempt 3
 // of 8 answered 503; next in 10m".
 func (c *chain) waiting(n int, f failure, delay time.Duration) string {

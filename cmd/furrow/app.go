@@ -58,7 +58,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	}
 	go warnPoolBudget(ctx, db, log)
 	s := &server{cfg: cfg, log: log, db: db, drain: &drain{ready: db}}
-	var limiter furrow.RateLimiter
+	var limiter, testLimiter furrow.RateLimiter
 	failOpens := func() int64 { return 0 } // the in-process limiter cannot fail
 	if cfg.RedisURL != "" {
 		if s.redis, err = redisclient.Open(cfg.RedisURL, redisOptions(cfg)); err != nil {
@@ -69,6 +69,8 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 			Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log,
 		})
 		failOpens, limiter = failOpen.Failures, failOpen
+		testLimiter = ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, furrow.TestDeliveryLimit, furrow.TestDeliveryWindow, "furrow:rltest:"),
+			ratelimit.FailOpenOptions{Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log})
 		s.bus = live.NewRedisBus(s.redis, liveRedisPrefix, log)
 	} else {
 		log.Warn("FURROW_REDIS_URL is not set: the rate limiter and the live bus run in-process; run a single instance only")
@@ -92,7 +94,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		RequestTimeout:       cfg.Bounds.Request,
 	}, api.Deps{
 		Users: db, Farms: db, Devices: db, Readings: obs.tracing.Readings(db), Events: db, Webhooks: db,
-		Limiter: m.Limiter(limiter), Publisher: s.bus, EventPublisher: s.bus, Waker: s.dispatcher, Delivery: control,
+		Limiter: m.Limiter(limiter), TestLimiter: testLimiter, Publisher: s.bus, EventPublisher: s.bus, Waker: s.dispatcher, Delivery: control,
 		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log, Metrics: m,
 		Live: s.live, LivePage: live.PageHandler(),
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
 	"github.com/furrowhq/furrow/api"
+	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/internal/redisclient"
 	"github.com/furrowhq/furrow/live"
 	"github.com/furrowhq/furrow/safehttp"
@@ -119,8 +120,26 @@ func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.C
 	if err != nil {
 		return nil, fmt.Errorf("webhook HTTP client: %w", err)
 	}
+	pacer, err := newPacer(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	return &activities.Activities{
 		Webhooks: db, Events: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
-		Reporter: temporal.NewReporter(tc), Live: events, Metrics: obs.metrics,
+		Reporter: temporal.NewReporter(tc), Live: events, Metrics: obs.metrics, Pacer: pacer,
 	}, nil
+}
+
+// newPacer returns the keeper of the webhooks' delivery rates: shared by
+// every process through Redis when FURROW_REDIS_URL is set, else kept by
+// this process alone. Its Redis client lives as long as the process.
+func newPacer(cfg Config, log *slog.Logger) (activities.Pacer, error) {
+	if cfg.RedisURL == "" {
+		return ratelimit.NewLocalPacer(furrow.SystemClock{}), nil
+	}
+	rc, err := redisclient.Open(cfg.RedisURL, redisOptions(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("FURROW_REDIS_URL: %w", err)
+	}
+	return ratelimit.NewPacer(rc, "furrow:pace:", log), nil
 }

@@ -48,6 +48,8 @@ type Store struct {
 	eventIDs map[string]*event
 	webhooks []*webhook // in the order created
 	attempts []attempt
+	// testEvents are the stored webhook.test events by id.
+	testEvents map[string]furrow.Event
 }
 
 // New returns an empty Store whose "now" is clock's.

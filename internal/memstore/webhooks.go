@@ -23,6 +23,7 @@ func (w *webhook) copied(nowMs int64) furrow.Webhook {
 	}
 	out := w.Webhook
 	out.EventTypes = append([]string{}, w.EventTypes...)
+	out.MaxPerSecond = copyRate(w.MaxPerSecond)
 	return out
 }
 
@@ -48,6 +49,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Web
 		stored := &webhook{w}
 		stored.EventTypes = slices.Clone(w.EventTypes)
 		stored.StateSeq, stored.StateChangedAtMs, stored.StateCause = 0, 0, "" // no transition yet
+		stored.MaxPerSecond = copyRate(w.MaxPerSecond)
 		s.webhooks = append(s.webhooks, stored)
 		return stored.copied(s.nowMs()), nil
 	})
@@ -197,6 +199,7 @@ func (s *Store) PruneAttempts(ctx context.Context, before time.Time) (int64, err
 		cut := furrow.Millis(before.UTC().Truncate(24 * time.Hour))
 		n := len(s.attempts)
 		s.attempts = slices.DeleteFunc(s.attempts, func(a attempt) bool { return a.AtMs < cut })
+		s.pruneTestEvents(furrow.Millis(before))
 		return int64(n - len(s.attempts)), nil
 	})
 }

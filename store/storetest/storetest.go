@@ -88,4 +88,5 @@ func APIServices(t *testing.T, newSubject New) {
 	t.Run("WebhookService", func(t *testing.T) { WebhookService(t, newSubject) })
 	t.Run("SecretRotation", func(t *testing.T) { SecretRotation(t, newSubject) })
 	t.Run("WebhookTransitions", func(t *testing.T) { WebhookTransitions(t, newSubject) })
+	t.Run("WebhookOwnerTools", func(t *testing.T) { WebhookOwnerTools(t, newSubject) })
 }

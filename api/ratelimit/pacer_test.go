@@ -1,0 +1,134 @@
+package ratelimit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/furrowhq/furrow/internal/testclock"
+	"github.com/furrowhq/furrow/internal/testenv"
+)
+
+// TestPacerSpacesSlotsAcrossProcesses gives two Pacers (two processes) one
+// Redis: the slots they hand out for a webhook are one interval apart,
+// while another webhook's first slot is now.
+func TestPacerSpacesSlotsAcrossProcesses(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := "furrow-test:pace:" + uuid.NewString() + ":"
+	a, b := NewPacer(c, prefix, nil), NewPacer(c, prefix, nil)
+	ctx := context.Background()
+	hook, other := uuid.New(), uuid.New()
+	var slots []time.Duration // when each slot comes, from the first call
+	start := time.Now()
+	for i := range 20 {
+		p := a
+		if i%2 == 1 {
+			p = b
+		}
+		asked := time.Since(start)
+		w, err := p.Reserve(ctx, hook, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots = append(slots, asked+w)
+	}
+	// Slot i comes i intervals (100 ms) after the first, give or take the
+	// time one call takes.
+	for i, s := range slots {
+		want := time.Duration(i) * 100 * time.Millisecond
+		if s < want-20*time.Millisecond || s > want+20*time.Millisecond {
+			t.Fatalf("slot %d at %s, want about %s (all: %v)", i, s, want, slots)
+		}
+	}
+	if w, err := a.Reserve(ctx, other, 10); err != nil || w != 0 {
+		t.Fatalf("another webhook waits %s (%v), want its slot now", w, err)
+	}
+}
+
+// TestPacerFallsBackToTheProcess keeps spacing slots when Redis does not
+// answer, at the same rate within the process.
+func TestPacerFallsBackToTheProcess(t *testing.T) {
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = dead.Close() })
+	p := NewPacer(dead, "furrow-test:pace:", nil)
+	hook := uuid.New()
+	start := time.Now()
+	first, err1 := p.Reserve(context.Background(), hook, 4)
+	_, err2 := p.Reserve(context.Background(), hook, 4)
+	// Two slots taken 250 ms apart: the next free one is at least 500 ms
+	// after the first call (the failed dials take time of their own).
+	next := p.local.next[hook]
+	if err1 != nil || err2 != nil || first != 0 || next.Sub(start) < 500*time.Millisecond {
+		t.Fatalf("without Redis: first slot in %s (%v, %v), next free %s after the start", first, err1, err2, next.Sub(start))
+	}
+}
+
+func TestLocalPacer(t *testing.T) {
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	l := NewLocalPacer(clock)
+	hook := uuid.New()
+	for i, want := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
+		if w, _ := l.Reserve(context.Background(), hook, 2); w != want {
+			t.Fatalf("slot %d in %s, want %s", i, w, want)
+		}
+	}
+	clock.Advance(5 * time.Second)
+	if w, _ := l.Reserve(context.Background(), hook, 2); w != 0 {
+		t.Fatalf("after a pause: %s, want now", w)
+	}
+}
+
+// TestPacerAdmitCapsEverySecond lets at most the rate's sends through in
+// any second, whichever process asks, and counts nothing it refuses.
+func TestPacerAdmitCapsEverySecond(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := "furrow-test:pace:" + uuid.NewString() + ":"
+	a, b := NewPacer(c, prefix, nil), NewPacer(c, prefix, nil)
+	ctx := context.Background()
+	hook := uuid.New()
+	for i := range 5 {
+		p := a
+		if i%2 == 1 {
+			p = b
+		}
+		if w, err := p.Admit(ctx, hook, 5); err != nil || w != 0 {
+			t.Fatalf("send %d waits %s (%v)", i+1, w, err)
+		}
+	}
+	w1, _ := b.Admit(ctx, hook, 5)
+	w2, _ := a.Admit(ctx, hook, 5)
+	if w1 <= 800*time.Millisecond || w1 > time.Second || w2 > w1 {
+		t.Fatalf("the 6th and 7th sends wait %s and %s, want just under 1s (refusals count nothing)", w1, w2)
+	}
+	time.Sleep(w2)
+	if w, _ := b.Admit(ctx, hook, 5); w != 0 {
+		t.Fatalf("after the window: wait %s", w)
+	}
+}
+
+func TestLocalPacerAdmit(t *testing.T) {
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	l := NewLocalPacer(clock)
+	hook := uuid.New()
+	for i := range 4 {
+		if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
+			t.Fatalf("send %d: %s", i+1, w)
+		}
+		clock.Advance(10 * time.Millisecond)
+	}
+	if w, _ := l.Admit(context.Background(), hook, 4); w != 960*time.Millisecond {
+		t.Fatalf("5th: %s, want 960ms", w)
+	}
+	clock.Advance(960 * time.Millisecond)
+	if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
+		t.Fatalf("after the window: %s", w)
+	}
+	slow := uuid.New() // 0.5/s: one send in 2 s
+	l.Admit(context.Background(), slow, 0.5)
+	if w, _ := l.Admit(context.Background(), slow, 0.5); w != 2*time.Second {
+		t.Fatalf("0.5/s: second send waits %s, want 2s", w)
+	}
+}

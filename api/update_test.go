@@ -1,0 +1,53 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/furrowhq/furrow"
+)
+
+func TestWebhookRateOnCreateAndPatch(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://hooks.example.com/in","max_per_second":5}`)
+	if w.MaxPerSecond == nil || *w.MaxPerSecond != 5 {
+		t.Fatalf("created %+v", w)
+	}
+	path := h.farmPath("/webhooks/" + w.ID.String())
+	r := h.user(h.manager, "PATCH", path, `{"event_types":["trigger.fired"]}`)
+	if r.Status != http.StatusOK || !strings.Contains(r.Body, `"max_per_second":5`) || !strings.Contains(r.Body, `"event_types":["trigger.fired"]`) {
+		t.Fatalf("patch of the types kept the rate? %d %s", r.Status, r.Body)
+	}
+	r = h.user(h.manager, "PATCH", path, `{"max_per_second":null}`)
+	if r.Status != http.StatusOK || !strings.Contains(r.Body, `"max_per_second":null`) {
+		t.Fatalf("unlimited: %d %s", r.Status, r.Body)
+	}
+	r = h.user(h.manager, "PATCH", path, `{"max_per_second":0.5,"url":"https://hooks.example.com/new"}`)
+	stored, _ := h.store.WebhookByID(t.Context(), w.ID)
+	if r.Status != http.StatusOK || stored.MaxPerSecond == nil || *stored.MaxPerSecond != 0.5 || stored.URL != "https://hooks.example.com/new" {
+		t.Fatalf("patch: %d %s, stored %+v", r.Status, r.Body, stored)
+	}
+	if plain := h.createHook(`{"url":"https://hooks.example.com/plain"}`); plain.MaxPerSecond != nil {
+		t.Fatalf("default rate %v, want unlimited", *plain.MaxPerSecond)
+	}
+}
+
+func TestWebhookRateRejects(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://hooks.example.com/in"}`)
+	path := h.farmPath("/webhooks/" + w.ID.String())
+	for _, body := range []string{`{"max_per_second":0}`, `{"max_per_second":-1}`, `{"max_per_second":1001}`, `{"max_per_second":"5"}`,
+		`{"url":"http://example.com"}`, `{"event_types":["nope"]}`} {
+		r := h.user(h.manager, "PATCH", path, body)
+		if r.Status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", body, r.Status, r.Body)
+		}
+	}
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks"), `{"url":"https://hooks.example.com/x","max_per_second":0}`),
+		http.StatusBadRequest, furrow.EINVALID, "max_per_second")
+	expectError(t, h.user(h.viewer, "PATCH", path, `{}`), http.StatusForbidden, furrow.EFORBIDDEN, "")
+	if stored, _ := h.store.WebhookByID(t.Context(), w.ID); stored.MaxPerSecond != nil {
+		t.Fatal("a refused patch changed the webhook")
+	}
+}

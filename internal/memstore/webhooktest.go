@@ -1,0 +1,50 @@
+package memstore
+
+import (
+	"context"
+	"maps"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+// AddTestEvent implements furrow.WebhookService.
+func (s *Store) AddTestEvent(ctx context.Context, webhookID uuid.UUID, e furrow.Event) error {
+	_, err := do(ctx, s, "AddTestEvent", []any{webhookID, e}, func() (none, error) {
+		if _, err := furrow.ParseEventID(e.ID); err != nil {
+			return nil, err
+		}
+		w := s.webhook(webhookID)
+		if w == nil {
+			return nil, notFound("webhook")
+		}
+		if s.testEvents == nil {
+			s.testEvents = map[string]furrow.Event{}
+		}
+		e.Type, e.FarmID = furrow.EventWebhookTest, w.FarmID
+		s.testEvents[e.ID] = e
+		return nil, nil
+	})
+	return err
+}
+
+// TestEvent implements furrow.WebhookService.
+func (s *Store) TestEvent(ctx context.Context, id string) (furrow.Event, error) {
+	return do(ctx, s, "TestEvent", []any{id}, func() (furrow.Event, error) {
+		if _, err := furrow.ParseEventID(id); err != nil {
+			return furrow.Event{}, err
+		}
+		e, ok := s.testEvents[id]
+		if !ok {
+			return furrow.Event{}, notFound("event")
+		}
+		return e, nil
+	})
+}
+
+// pruneTestEvents removes the test events that occurred before beforeMs;
+// the caller holds the lock.
+func (s *Store) pruneTestEvents(beforeMs int64) {
+	maps.DeleteFunc(s.testEvents, func(_ string, e furrow.Event) bool { return e.OccurredAtMs < beforeMs })
+}

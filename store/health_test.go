@@ -1,0 +1,127 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/store"
+)
+
+// TestHealthUsesTheSentIndexAt100kAttempts fills the delivery log with
+// 100,000 attempts of 20 webhooks over three days and checks that the
+// health summary of a farm's webhooks is answered from the
+// delivery_attempts_sent index, never by scanning the log.
+func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	db, url := newDB(t, clock)
+	f := newFixture(t, db)
+	var ids []uuid.UUID
+	for range 20 {
+		w, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: f.farm.ID, URL: "https://hooks.example.com/x", Secret: "whsec_x", Enabled: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID)
+	}
+	now := clock.Now()
+	// One attempt per day through the store creates the days' partitions.
+	for d := range 4 {
+		err := db.AddAttempt(ctx, furrow.Attempt{WebhookID: ids[0], EventID: furrow.NewEventID(), Attempt: 1,
+			StatusCode: 200, DurationMs: 1, AtMs: furrow.Millis(now.Add(-time.Duration(d) * 24 * time.Hour))})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// Every 10th attempt failed, every 50th was skipped; they spread evenly
+	// over the last 72 hours.
+	_, err = conn.Exec(ctx, `INSERT INTO delivery_attempts
+		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
+		SELECT gen_random_uuid(), ($1::uuid[])[1 + i % 20], gen_random_uuid(), 1,
+			CASE WHEN i / 20 % 10 = 0 THEN 503 WHEN i / 20 % 50 = 1 THEN 0 ELSE 200 END, '',
+			CASE WHEN i / 20 % 50 = 1 THEN $3 ELSE '' END, i % 997, $2::bigint - (i * 2592)::bigint
+		FROM generate_series(1, 100000) AS i`, ids, furrow.Millis(now), furrow.SkipWebhookDisabled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "VACUUM ANALYZE delivery_attempts"); err != nil {
+		t.Fatal(err)
+	}
+	// Each day partition has its own copy of the index, named by PostgreSQL.
+	sentIndexes := map[string]bool{}
+	rows, _ := conn.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'delivery_attempts_sent'::regclass`)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(names) < 4 {
+		t.Fatalf("partitions of delivery_attempts_sent: %v (%v)", names, err)
+	}
+	for _, n := range names {
+		sentIndexes[n] = true
+	}
+	plan := explain(t, conn, "EXPLAIN "+store.HealthSQL, ids, furrow.Millis(now.Add(-furrow.HealthWindow)))
+	if strings.Count(plan, " using ") == 0 {
+		t.Fatalf("the health query uses no index:\n%s", plan)
+	}
+	for _, line := range strings.Split(plan, "\n") {
+		// The empty partitions of the days ahead, which the store creates,
+		// cost nothing to scan; a partition holding attempts must not be.
+		if strings.Contains(line, "Seq Scan") && !strings.Contains(line, "cost=0.00..0.00 ") {
+			t.Fatalf("the health query scans the log:\n%s", plan)
+		}
+		if _, idx, ok := strings.Cut(line, " using "); ok && !sentIndexes[strings.Fields(idx)[0]] {
+			t.Fatalf("the health query reads an index other than delivery_attempts_sent:\n%s", plan)
+		}
+	}
+	t.Logf("plan of the health query of 20 webhooks over 100,000 attempts:\n%s", plan)
+	var hs []furrow.AttemptHealth
+	for range 2 { // the second run is the steady state, with a warm cache
+		start := time.Now()
+		if hs, err = db.AttemptHealth(ctx, ids); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("AttemptHealth of 20 webhooks took %s", time.Since(start))
+	}
+	total := 0
+	for _, h := range hs {
+		total += h.Attempts
+		if h.LastFailure == nil || h.LastFailure.StatusCode != 503 || h.LastDeliveredAtMs == nil || h.P95DurationMs == nil {
+			t.Fatalf("health %+v", h)
+		}
+	}
+	// A third of the 100,000 fall in the last 24 h, less the skipped ones.
+	if total < 32000 || total > 34000 {
+		t.Fatalf("%d attempts in the window, want about 32,700", total)
+	}
+}
+
+// explain returns the plan of query with args, one line per node.
+func explain(t *testing.T, conn *pgx.Conn, query string, args ...any) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan.String()
+}

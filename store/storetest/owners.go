@@ -1,0 +1,151 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+// WebhookOwnerTools checks what the owners' webhook tools ask of the
+// furrow.WebhookService: test events addressed to one webhook.
+func WebhookOwnerTools(t *testing.T, newSubject New) {
+	run(t, newSubject, map[string]func(*env){
+		"TestEventIsReadBackAndAddressedToItsWebhookOnly": func(e *env) {
+			f, _ := e.farm()
+			w := e.webhook(f.ID)
+			ev := furrow.NewWebhookTestEvent(w, furrow.Millis(e.clock.Now()))
+			e.must(e.Webhooks.AddTestEvent(e.ctx, w.ID, ev))
+			got, err := e.Webhooks.TestEvent(e.ctx, ev.ID)
+			e.must(err)
+			if got.ID != ev.ID || got.Type != furrow.EventWebhookTest || got.FarmID != f.ID ||
+				got.OccurredAtMs != ev.OccurredAtMs || !sameJSON(got.Data, ev.Data) {
+				e.t.Fatalf("TestEvent = %+v, want %+v", got, ev)
+			}
+			listed, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
+			e.must(err)
+			if len(listed) != 0 {
+				e.t.Fatalf("the farm's events list the test event: %+v", listed)
+			}
+			_, err = e.Events.Event(e.ctx, ev.ID)
+			e.wantCode(err, furrow.ENOTFOUND, "Event(test event)")
+			if e.Outbox != nil {
+				claimed, err := e.Outbox.ClaimEvents(e.ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute})
+				e.must(err)
+				if len(claimed) != 0 {
+					e.t.Fatalf("the outbox hands out the test event: %+v", claimed)
+				}
+			}
+		},
+		"TestEventUnknown": func(e *env) {
+			f, _ := e.farm()
+			w := e.webhook(f.ID)
+			ev := furrow.NewWebhookTestEvent(w, furrow.Millis(e.clock.Now()))
+			e.wantCode(e.Webhooks.AddTestEvent(e.ctx, uuid.New(), ev), furrow.ENOTFOUND, "AddTestEvent(unknown webhook)")
+			_, err := e.Webhooks.TestEvent(e.ctx, ev.ID)
+			e.wantCode(err, furrow.ENOTFOUND, "TestEvent(never stored)")
+			_, err = e.Webhooks.TestEvent(e.ctx, "nope")
+			e.wantCode(err, furrow.EINVALID, "TestEvent(malformed id)")
+		},
+		"TestEventGoesWithRetention": func(e *env) {
+			f, _ := e.farm()
+			w := e.webhook(f.ID)
+			ev := furrow.NewWebhookTestEvent(w, furrow.Millis(e.clock.Now()))
+			e.must(e.Webhooks.AddTestEvent(e.ctx, w.ID, ev))
+			_, err := e.Webhooks.PruneAttempts(e.ctx, e.clock.Now().Add(-time.Hour))
+			e.must(err)
+			_, err = e.Webhooks.TestEvent(e.ctx, ev.ID)
+			e.must(err)
+			_, err = e.Webhooks.PruneAttempts(e.ctx, e.clock.Now().Add(time.Hour))
+			e.must(err)
+			_, err = e.Webhooks.TestEvent(e.ctx, ev.ID)
+			e.wantCode(err, furrow.ENOTFOUND, "TestEvent after retention")
+		},
+		"HealthSummarizesTheWindowAndTheWholeLog": func(e *env) {
+			f, _ := e.farm()
+			w, quiet := e.webhook(f.ID), e.webhook(f.ID)
+			ev := furrow.NewEventID()
+			add := func(status int, errText string, durMs int64, at time.Time) {
+				e.must(e.Webhooks.AddAttempt(e.ctx, furrow.Attempt{DeliveryID: uuid.New(), WebhookID: w.ID, EventID: ev,
+					Attempt: 1, StatusCode: status, Error: errText, DurationMs: durMs, AtMs: furrow.Millis(at)}))
+			}
+			now := e.clock.Now()
+			old := now.Add(-furrow.HealthWindow - time.Hour)
+			add(200, "", 5, old.Add(-time.Minute))
+			add(503, "", 900, old)                                                // the last failure, outside the window
+			for i, d := range []int64{10, 20, 30, 40, 50, 60, 70, 80, 90, 1000} { // in the window
+				add(200, "", d, now.Add(-time.Duration(20-i)*time.Minute))
+			}
+			add(0, furrow.SkipWebhookDisabled, 0, now) // skipped: left out
+			hs, err := e.Webhooks.AttemptHealth(e.ctx, []uuid.UUID{quiet.ID, w.ID})
+			e.must(err)
+			if len(hs) != 2 || hs[0].WebhookID != quiet.ID || hs[1].WebhookID != w.ID {
+				e.t.Fatalf("AttemptHealth = %+v, want one per webhook in order", hs)
+			}
+			if q := hs[0]; q.Attempts != 0 || q.LastDeliveredAtMs != nil || q.LastFailure != nil || q.P50DurationMs != nil {
+				e.t.Fatalf("a webhook without attempts: %+v", q)
+			}
+			h := hs[1]
+			lastOK := furrow.Millis(now.Add(-11 * time.Minute))
+			if h.Attempts != 10 || h.Delivered != 10 || h.LastDeliveredAtMs == nil || *h.LastDeliveredAtMs != lastOK {
+				e.t.Fatalf("health %+v, want 10 delivered attempts, the last at %d", h, lastOK)
+			}
+			if h.P50DurationMs == nil || *h.P50DurationMs != 50 || h.P95DurationMs == nil || *h.P95DurationMs != 1000 {
+				e.t.Fatalf("durations p50 %v p95 %v, want 50 and 1000", h.P50DurationMs, h.P95DurationMs)
+			}
+			if h.LastFailure == nil || h.LastFailure.StatusCode != 503 || h.LastFailure.AtMs != furrow.Millis(old) {
+				e.t.Fatalf("last failure %+v, want the 503", h.LastFailure)
+			}
+			add(0, "timeout after 10s", 10000, now.Add(time.Second))
+			hs, err = e.Webhooks.AttemptHealth(e.ctx, []uuid.UUID{w.ID})
+			e.must(err)
+			if f := hs[0].LastFailure; f == nil || f.StatusCode != 0 || f.Error != "timeout after 10s" || hs[0].Attempts != 11 {
+				e.t.Fatalf("after a timeout: %+v", hs[0])
+			}
+		},
+		"UpdateWebhookKeepsWhatIsLeftOut": func(e *env) {
+			f, _ := e.farm()
+			other, _ := e.farm()
+			w := e.webhook(f.ID, furrow.EventTriggerFired)
+			rate, url := 2.5, "https://hooks.example.com/moved"
+			got, err := e.Webhooks.UpdateWebhook(e.ctx, f.ID, w.ID, furrow.WebhookPatch{SetMaxPerSecond: true, MaxPerSecond: &rate})
+			e.must(err)
+			if got.MaxPerSecond == nil || *got.MaxPerSecond != rate || got.URL != w.URL || !slices.Equal(got.EventTypes, w.EventTypes) {
+				e.t.Fatalf("after setting the rate: %+v", got)
+			}
+			got, err = e.Webhooks.UpdateWebhook(e.ctx, f.ID, w.ID, furrow.WebhookPatch{URL: &url, EventTypes: []string{}})
+			e.must(err)
+			if got.MaxPerSecond == nil || *got.MaxPerSecond != rate || got.URL != url || len(got.EventTypes) != 0 {
+				e.t.Fatalf("after moving: %+v", got)
+			}
+			read, err := e.Webhooks.WebhookByID(e.ctx, w.ID)
+			e.must(err)
+			if !sameWebhook(read, got) {
+				e.t.Fatalf("read %+v, want %+v", read, got)
+			}
+			got, err = e.Webhooks.UpdateWebhook(e.ctx, f.ID, w.ID, furrow.WebhookPatch{SetMaxPerSecond: true})
+			e.must(err)
+			if got.MaxPerSecond != nil {
+				e.t.Fatalf("unlimited again: %+v", got)
+			}
+			_, err = e.Webhooks.UpdateWebhook(e.ctx, other.ID, w.ID, furrow.WebhookPatch{URL: &url})
+			e.wantCode(err, furrow.ENOTFOUND, "UpdateWebhook(other farm)")
+		},
+		"RateIsStoredOnCreate": func(e *env) {
+			f, _ := e.farm()
+			rate := 10.0
+			w, err := e.Webhooks.CreateWebhook(e.ctx, furrow.Webhook{FarmID: f.ID, URL: "https://hooks.example.com/r",
+				Secret: furrow.WebhookSecretPrefix + "c2VjcmV0", Enabled: true, MaxPerSecond: &rate})
+			e.must(err)
+			rate = 99 // the store keeps its own copy
+			got, err := e.Webhooks.WebhookByID(e.ctx, w.ID)
+			e.must(err)
+			if got.MaxPerSecond == nil || *got.MaxPerSecond != 10 {
+				e.t.Fatalf("stored rate %v", got.MaxPerSecond)
+			}
+		},
+	})
+}
