@@ -41,6 +41,16 @@ func (s *server) withHealth(r *http.Request, hooks []furrow.Webhook) ([]webhookV
 	return out, nil
 }
 
+// answerWebhook answers 200 with wh and its health.
+func (s *server) answerWebhook(w http.ResponseWriter, r *http.Request, wh furrow.Webhook) error {
+	out, err := s.oneWithHealth(r, wh)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
 // oneWithHealth is withHealth of one webhook.
 func (s *server) oneWithHealth(r *http.Request, wh furrow.Webhook) (webhookView, error) {
 	vs, err := s.withHealth(r, []furrow.Webhook{wh})

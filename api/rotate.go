@@ -28,12 +28,7 @@ func (s *server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	s.Metrics.SecretRotated()
 	s.Logger.InfoContext(r.Context(), "webhook secret rotated", "request_id", RequestID(r.Context()),
 		"webhook_id", wh.ID, "secret_version", wh.SecretVersion, "overlap", furrow.Duration(overlap).String())
-	out, err := s.oneWithHealth(r, wh)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.answerWebhook(w, r, wh)
 }
 
 // rotationOverlap reads the optional body of a rotation: no body, an empty

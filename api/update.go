@@ -60,10 +60,5 @@ func (s *server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.oneWithHealth(r, wh)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.answerWebhook(w, r, wh)
 }

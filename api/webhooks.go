@@ -99,12 +99,7 @@ func (s *server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.oneWithHealth(r, wh)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.answerWebhook(w, r, wh)
 }
 
 // deleteWebhook removes a webhook: 204.

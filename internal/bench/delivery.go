@@ -244,19 +244,9 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 		r.Status[strconv.Itoa(code)] = n
 	}
 	r.PostLatency = Summarize(tl.latencies)
+	lat, missing, inLoad := rcv.arrivalsOf(accepted, loadEnd)
+	r.Missing, r.InLoad = missing, inLoad
 	rcv.mu.Lock()
-	lat := make([]time.Duration, 0, len(accepted))
-	for value, at := range accepted {
-		arrived, ok := rcv.arrivals[value]
-		if !ok {
-			r.Missing++
-			continue
-		}
-		lat = append(lat, max(arrived.Sub(at), 0)) // An event can beat its own 201 back.
-		if !arrived.After(loadEnd) {
-			r.InLoad++
-		}
-	}
 	r.Delivered, r.Duplicates, r.Rejected = int64(len(rcv.seen)), rcv.dups, rcv.rejected
 	rcv.mu.Unlock()
 	r.Latency = Summarize(lat)

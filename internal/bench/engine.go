@@ -140,19 +140,9 @@ func runEngine(ctx context.Context, cfg EngineConfig, c client.Client, queue str
 	samples := s.stop()
 	drained := waitDrained(ctx, rcv, count.Load(), cfg.Drain)
 	r := EngineResult{Started: count.Load(), StartErrors: tl.failures, StartLatency: Summarize(tl.latencies), DrainTime: drained}
+	lat, missing, inLoad := rcv.arrivalsOf(started, loadEnd)
+	r.Missing, r.InLoad = missing, inLoad
 	rcv.mu.Lock()
-	lat := make([]time.Duration, 0, len(started))
-	for value, at := range started {
-		arrived, ok := rcv.arrivals[value]
-		if !ok {
-			r.Missing++
-			continue
-		}
-		lat = append(lat, max(arrived.Sub(at), 0))
-		if !arrived.After(loadEnd) {
-			r.InLoad++
-		}
-	}
 	r.Delivered, r.Rejected = int64(len(rcv.seen)), rcv.rejected
 	rcv.mu.Unlock()
 	r.Latency = Summarize(lat)

@@ -112,6 +112,28 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(status)
 }
 
+// arrivalsOf matches sent (reading value -> when it was sent) with the
+// arrivals: the latency of each that arrived (never negative: an event can
+// beat its own 201 back), how many never arrived, and how many arrived by
+// loadEnd.
+func (r *Receiver) arrivalsOf(sent map[string]time.Time, loadEnd time.Time) (lat []time.Duration, missing, inLoad int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lat = make([]time.Duration, 0, len(sent))
+	for value, at := range sent {
+		arrived, ok := r.arrivals[value]
+		if !ok {
+			missing++
+			continue
+		}
+		lat = append(lat, max(arrived.Sub(at), 0))
+		if !arrived.After(loadEnd) {
+			inLoad++
+		}
+	}
+	return lat, missing, inLoad
+}
+
 // received returns the number of distinct events received so far.
 func (r *Receiver) received() int64 {
 	r.mu.Lock()
