@@ -3,13 +3,15 @@ package furrow
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-// Event types (docs/webhooks.md).
+// Event types (docs/webhooks.md). The first four are the specification's;
+// the webhook lifecycle types are in lifecycle.go.
 const (
 	EventMetricValue           = "metric.value"
 	EventDeviceOffline         = "device.offline"
@@ -17,18 +19,20 @@ const (
 	EventRecommendationCreated = "recommendation.created"
 )
 
-// EventTypes lists every event type, in their documented order.
-var EventTypes = []string{EventMetricValue, EventDeviceOffline, EventTriggerFired, EventRecommendationCreated}
+// DefaultEventTypes are the specification's four types, in their
+// documented order: what a webhook with no event types receives.
+var DefaultEventTypes = []string{EventMetricValue, EventDeviceOffline, EventTriggerFired, EventRecommendationCreated}
 
-// IsEventType reports whether t is one of EventTypes.
-func IsEventType(t string) bool {
-	for _, e := range EventTypes {
-		if e == t {
-			return true
-		}
-	}
-	return false
-}
+// EventTypes lists every type of farm event, in their documented order:
+// DefaultEventTypes, then the webhook lifecycle types, which only webhooks
+// that list them receive. Farm events are stored, listed by the events API
+// and delivered by subscription; webhook.test is none of these.
+var EventTypes = []string{EventMetricValue, EventDeviceOffline, EventTriggerFired, EventRecommendationCreated,
+	EventWebhookDisabled, EventWebhookEnabled}
+
+// IsEventType reports whether t is one of EventTypes, the types a farm
+// event may have and a webhook may subscribe to.
+func IsEventType(t string) bool { return slices.Contains(EventTypes, t) }
 
 // AppEventType reports whether the app may emit t through the events API.
 func AppEventType(t string) bool {

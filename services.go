@@ -115,7 +115,8 @@ type Claim struct {
 
 // WebhookService manages webhooks and their delivery log.
 type WebhookService interface {
-	// CreateWebhook stores w; ID, Secret, Enabled are set by the caller.
+	// CreateWebhook stores w; ID, Secret, Enabled are set by the caller,
+	// and the SecretVersion is 1.
 	CreateWebhook(ctx context.Context, w Webhook) (Webhook, error)
 	// Webhook returns a farm's webhook.
 	Webhook(ctx context.Context, farmID, id uuid.UUID) (Webhook, error)
@@ -125,9 +126,23 @@ type WebhookService interface {
 	Webhooks(ctx context.Context, farmID uuid.UUID) ([]Webhook, error)
 	// DeleteWebhook removes a farm's webhook.
 	DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error
+	// RotateWebhookSecret makes secret the farm's webhook's current secret
+	// and adds one to its SecretVersion. With an overlap above zero the
+	// secret it replaces becomes PreviousSecret until the store's now plus
+	// overlap (a previous secret of an earlier rotation is dropped);
+	// with none there is no previous secret. A previous secret whose
+	// overlap has ended by the store's clock is never returned by any read.
+	RotateWebhookSecret(ctx context.Context, farmID, id uuid.UUID, secret string, overlap time.Duration) (Webhook, error)
 	// SetWebhookState writes the enabled flag and failure counter. Only the
 	// per-webhook workflow calls it.
 	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error
+	// TransitionWebhook writes t's enabled flag and failure counter, its
+	// Seq, time and cause as the webhook's StateSeq, StateChangedAtMs and
+	// StateCause, and stores t.Event in the outbox, in one transaction. A
+	// webhook whose StateSeq is already t.Seq or more is left as it is and
+	// nothing is stored: written is false, so a retried write stores one
+	// event. Only the per-webhook workflow calls it.
+	TransitionWebhook(ctx context.Context, t WebhookTransition) (ev OutboxEvent, written bool, err error)
 	// AddAttempt appends a row to the delivery log. A row with the
 	// DeliveryID, WebhookID and AtMs of one already there is ECONFLICT.
 	AddAttempt(ctx context.Context, a Attempt) error
@@ -173,6 +188,14 @@ type Publisher interface {
 	Publish(r LiveReading)
 }
 
+// EventPublisher publishes stored farm events to the live-updates bus, on
+// their farm's events topic. Like Publisher it is best effort. Publishers
+// hand it every farm event but metric.value, which the readings topics
+// carry already.
+type EventPublisher interface {
+	PublishEvent(e Event)
+}
+
 // Waker wakes the outbox dispatcher after events were committed.
 type Waker interface {
 	Wake()
@@ -180,7 +203,8 @@ type Waker interface {
 
 // DeliveryControl is the delivery engine as the API sees it.
 type DeliveryControl interface {
-	// Reenable sends the reenable signal to the webhook's workflow.
+	// Reenable sends the reenable signal to the webhook's workflow, saying
+	// the API sent it.
 	Reenable(ctx context.Context, webhookID uuid.UUID) error
 	// Redeliver starts a new delivery of each event to w and returns how
 	// many were started.

@@ -19,16 +19,42 @@ type Webhook struct {
 	Secret              string    `json:"secret"`
 	Enabled             bool      `json:"enabled"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
-	// EventTypes empty means every type.
+	// EventTypes empty means DefaultEventTypes (see Subscribes).
 	EventTypes []string `json:"event_types"`
+
+	// SecretVersion numbers Secret: 1 at creation, one more at each
+	// rotation. The attempt log names signers by it.
+	SecretVersion int `json:"secret_version"`
+	// PreviousSecret is the secret the last rotation replaced, while its
+	// overlap lasts; its version is SecretVersion-1. It is never shown:
+	// its owner had it already.
+	PreviousSecret string `json:"-"`
+	// PreviousSecretUntilMs ends the overlap (epoch ms, the store's clock
+	// at rotation plus the overlap); 0 when there is no previous secret.
+	PreviousSecretUntilMs int64 `json:"previous_secret_until_ms,omitempty"`
+	// StateSeq numbers the changes of Enabled its workflow made (0 before
+	// the first); StateChangedAtMs and StateCause say when and why the
+	// last was made (0 and "" before it). See WebhookTransition.
+	StateSeq         int64  `json:"-"`
+	StateChangedAtMs int64  `json:"-"`
+	StateCause       string `json:"-"`
 	// MaxPerSecond caps the attempts sent to the webhook each second
 	// across every process; nil is unlimited (ValidateMaxPerSecond).
 	MaxPerSecond *float64 `json:"max_per_second"`
 }
 
-// Subscribes reports whether w wants events of type t.
+// Subscribes reports whether w receives farm events of type t: a webhook
+// that lists no types receives DefaultEventTypes, one that lists types
+// receives those. webhook.test is never received by subscription: it goes
+// to the webhook tested only.
 func (w Webhook) Subscribes(t string) bool {
-	return len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, t)
+	if t == EventWebhookTest {
+		return false
+	}
+	if len(w.EventTypes) == 0 {
+		return slices.Contains(DefaultEventTypes, t)
+	}
+	return slices.Contains(w.EventTypes, t)
 }
 
 // Attempt is one row of a webhook's delivery log. StatusCode is 0 when no
@@ -43,4 +69,8 @@ type Attempt struct {
 	Error        string    `json:"error"`
 	DurationMs   int64     `json:"duration_ms"`
 	AtMs         int64     `json:"at_ms"`
+	// SignedWith lists the SecretVersion of each secret that signed the
+	// request, X-Service-Signature's signer first; empty when nothing was
+	// sent. It never holds a secret.
+	SignedWith []int `json:"signed_with"`
 }

@@ -39,6 +39,9 @@ type Activities struct {
 	// Reporter hands chain reports to the per-webhook workflows; cmd wires
 	// it to Temporal.
 	Reporter ChainReporter
+	// Live publishes the events the activities store (webhook lifecycle,
+	// device.offline) on the live bus; nil publishes nothing.
+	Live furrow.EventPublisher
 	// Metrics records attempts, chains, disabled webhooks and offline
 	// devices; nil records nothing.
 	Metrics Metrics
@@ -59,6 +62,8 @@ type Metrics interface {
 	Delivered(latency time.Duration)
 	// WebhookDisabled counts a webhook disabled by its failed chains.
 	WebhookDisabled()
+	// WebhookLifecycleEvent counts a lifecycle event stored, by type.
+	WebhookLifecycleEvent(eventType string)
 	// DevicesOffline counts n devices marked offline.
 	DevicesOffline(n int)
 	// TestDelivery counts a test delivery's chain that ended with outcome.
@@ -74,6 +79,7 @@ func (noMetrics) DeliveryAttempt(string, time.Duration) {}
 func (noMetrics) DeliveryChain(string)                  {}
 func (noMetrics) Delivered(time.Duration)               {}
 func (noMetrics) WebhookDisabled()                      {}
+func (noMetrics) WebhookLifecycleEvent(string)          {}
 func (noMetrics) DevicesOffline(int)                    {}
 func (noMetrics) TestDelivery(string)                   {}
 func (noMetrics) DeliveryThrottled()                    {}
@@ -83,6 +89,13 @@ func (a *Activities) metrics() Metrics {
 		return noMetrics{}
 	}
 	return a.Metrics
+}
+
+// publish hands a stored event to the live bus, when there is one.
+func (a *Activities) publish(e furrow.Event) {
+	if a.Live != nil {
+		a.Live.PublishEvent(e)
+	}
 }
 
 func (a *Activities) logger() *slog.Logger {

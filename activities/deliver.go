@@ -94,6 +94,7 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	}
 	sent := a.post(ctx, w, in.EventID, row.DeliveryID, body)
 	row.StatusCode, row.ResponseBody, row.Error = sent.status, sent.body, sent.errText
+	row.SignedWith = sent.signedWith
 	row.DurationMs, row.AtMs = sent.duration.Milliseconds(), furrow.Millis(sent.at)
 	a.record(ctx, row)
 	a.logger().InfoContext(ctx, "delivery attempt", "webhook_id", in.WebhookID, "event_id", in.EventID,
@@ -143,6 +144,10 @@ type sent struct {
 	body     string
 	errText  string
 	timeout  bool
+	// signedWith lists the versions of the secrets that signed the
+	// request, X-Service-Signature's signer first; none when it was not
+	// built.
+	signedWith []int
 }
 
 // post sends body with every delivery header, signed over exactly those
@@ -151,12 +156,17 @@ func (a *Activities) post(ctx context.Context, w furrow.Webhook, eventID string,
 	ctx, cancel := context.WithTimeout(ctx, furrow.DeliveryTimeout)
 	defer cancel()
 	s := sent{at: a.Clock.Now()}
+	signers := w.SigningSecrets(s.at)
 	d := sender.Delivery{URL: w.URL, Secret: w.Secret, EventID: eventID, DeliveryID: deliveryID.String(), At: s.at, Body: body}
+	if len(signers) > 1 {
+		d.Previous = signers[0].Secret
+	}
 	req, err := d.Request(ctx)
 	if err != nil {
 		s.errText = "invalid endpoint address"
 		return s
 	}
+	s.signedWith = furrow.Versions(signers)
 	resp, err := a.client().Do(req)
 	if err != nil {
 		s.duration = a.Clock.Now().Sub(s.at)

@@ -34,6 +34,9 @@ func (a *Activities) SweepDevices(ctx context.Context, in SweepDevicesInput) (Sw
 		a.logger().InfoContext(ctx, "devices marked offline", "count", len(events))
 	}
 	a.metrics().DevicesOffline(len(events))
+	for _, e := range events {
+		a.publish(e)
+	}
 	return SweepDevicesResult{Marked: len(events), More: len(events) == in.Batch}, nil
 }
 

@@ -9,11 +9,12 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// LoadWebhookStateResult is the webhook's enabled flag and failure counter.
-// Gone is true when the webhook no longer exists.
+// LoadWebhookStateResult is the webhook's enabled flag, failure counter and
+// transition number. Gone is true when the webhook no longer exists.
 type LoadWebhookStateResult struct {
 	Enabled  bool
 	Failures int
+	Seq      int64 `json:",omitempty"`
 	Gone     bool
 }
 
@@ -26,7 +27,7 @@ func (a *Activities) LoadWebhookState(ctx context.Context, id uuid.UUID) (LoadWe
 	} else if err != nil {
 		return LoadWebhookStateResult{}, fmt.Errorf("load webhook %s: %w", id, err)
 	}
-	return LoadWebhookStateResult{Enabled: w.Enabled, Failures: w.ConsecutiveFailures}, nil
+	return LoadWebhookStateResult{Enabled: w.Enabled, Failures: w.ConsecutiveFailures, Seq: w.StateSeq}, nil
 }
 
 // SetWebhookStateInput is the enabled flag and failure counter to write.
@@ -56,6 +57,32 @@ func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInpu
 	if disabling {
 		a.metrics().WebhookDisabled()
 	}
+	return SetWebhookStateResult{}, nil
+}
+
+// TransitionWebhook writes a change of the webhook's enabled flag and
+// stores its lifecycle event, once however often it is retried (see
+// furrow.WebhookService.TransitionWebhook). The event is counted and
+// published on the live bus by the call that stored it; should that call's
+// answer be lost, its retry stores nothing and publishes nothing, and the
+// event is still delivered and listed.
+func (a *Activities) TransitionWebhook(ctx context.Context, in furrow.WebhookTransition) (SetWebhookStateResult, error) {
+	ev, written, err := a.Webhooks.TransitionWebhook(ctx, in)
+	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
+		return SetWebhookStateResult{Gone: true}, nil
+	} else if err != nil {
+		return SetWebhookStateResult{}, fmt.Errorf("transition webhook %s: %w", in.WebhookID, err)
+	}
+	a.logger().InfoContext(ctx, "webhook state written", "webhook_id", in.WebhookID, "enabled", in.Enabled,
+		"consecutive_failures", in.Failures, "transition", in.Seq, "cause", in.Cause(), "event_stored", written)
+	if !written {
+		return SetWebhookStateResult{}, nil
+	}
+	a.metrics().WebhookLifecycleEvent(ev.Type)
+	if !in.Enabled {
+		a.metrics().WebhookDisabled()
+	}
+	a.publish(ev.Event)
 	return SetWebhookStateResult{}, nil
 }
 

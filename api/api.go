@@ -64,10 +64,14 @@ type Deps struct {
 	Delivery  furrow.DeliveryControl
 	Limiter   furrow.RateLimiter // nil: an in-process limiter of the standard size
 	Publisher furrow.Publisher   // nil: readings are not published
-	Waker     furrow.Waker       // nil: the dispatcher relies on its sweep
-	Ready     Pinger             // nil: always ready
-	Clock     furrow.Clock       // nil: the system clock
-	Logger    *slog.Logger       // nil: logs are discarded
+	// EventPublisher publishes the app's events to the live bus; nil: they
+	// are not published.
+	EventPublisher furrow.EventPublisher
+	Waker          furrow.Waker // nil: the dispatcher relies on its sweep
+	Ready          Pinger       // nil: always ready
+	Clock          furrow.Clock // nil: the system clock
+	Logger         *slog.Logger // nil: logs are discarded
+	Metrics        Metrics      // nil: nothing is counted
 	// Live serves GET /api/live, after the API authenticated the user and
 	// authorized the topics, and LivePage GET /live, when set.
 	Live     LiveServer
@@ -77,6 +81,17 @@ type Deps struct {
 	// in-process one.
 	TestLimiter furrow.RateLimiter
 }
+
+// Metrics counts what the management API changes, for the process's
+// metrics (cmd/furrow wires *telemetry.Metrics).
+type Metrics interface {
+	// SecretRotated counts a rotated webhook signing secret.
+	SecretRotated()
+}
+
+type noMetrics struct{}
+
+func (noMetrics) SecretRotated() {}
 
 // server carries the configuration and dependencies of the handlers.
 type server struct {
@@ -106,6 +121,9 @@ func New(cfg Config, deps Deps) http.Handler {
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = noMetrics{}
 	}
 	if deps.Limiter == nil {
 		deps.Limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, deps.Clock)

@@ -7,8 +7,8 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// createEvent stores an app-emitted event and wakes the dispatcher: 201 with
-// the envelope. Only trigger.fired and recommendation.created are accepted,
+// createEvent stores an app-emitted event, wakes the dispatcher and
+// publishes the event on the live bus: 201 with the envelope. Only trigger.fired and recommendation.created are accepted,
 // with a JSON object as data.
 func (s *server) createEvent(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
@@ -28,6 +28,9 @@ func (s *server) createEvent(w http.ResponseWriter, r *http.Request) error {
 	}
 	if s.Waker != nil && stored.Pending {
 		s.Waker.Wake()
+	}
+	if s.EventPublisher != nil {
+		s.EventPublisher.PublishEvent(stored.Event)
 	}
 	writeJSON(w, http.StatusCreated, stored.Event)
 	return nil

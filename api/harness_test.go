@@ -80,7 +80,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.deps = Deps{
 		Users: store, Farms: store, Devices: store, Readings: store, Events: store,
-		Webhooks: store, Delivery: h.engine, Publisher: h.engine, Waker: h.engine,
+		Webhooks: store, Delivery: h.engine, Publisher: h.engine, EventPublisher: h.engine, Waker: h.engine,
 		Limiter: ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, clock),
 		Clock:   clock, Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
 	}
@@ -120,6 +120,7 @@ type engine struct {
 	store        *memstore.Store // whose webhook Reenable may enable
 	mu           sync.Mutex
 	published    []furrow.LiveReading
+	events       []furrow.Event // published on the live bus
 	wakes        int
 	reenabled    []uuid.UUID
 	flipOnSignal bool // Reenable enables the webhook at once, as a quick workflow would
@@ -131,6 +132,12 @@ func (e *engine) Publish(r furrow.LiveReading) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.published = append(e.published, r)
+}
+
+func (e *engine) PublishEvent(ev furrow.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, ev)
 }
 
 func (e *engine) Wake() {

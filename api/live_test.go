@@ -61,6 +61,7 @@ func TestLiveRejectsBeforeUpgrade(t *testing.T) {
 		{"bad topic", viewer, "?topic=farms/" + strings.ToUpper(h.farm.String()) + "/readings", nil, 400, furrow.EINVALID, "lower-case"},
 		{"wildcard topic", viewer, "?topic=farms/*/readings", nil, 400, furrow.EINVALID, "topic"},
 		{"outsider", "Bearer " + h.outsider, "?topic=" + mine, nil, 403, furrow.EFORBIDDEN, "not a member"},
+		{"outsider on the events topic", "Bearer " + h.outsider, "?topic=" + live.EventsTopic(h.farm).String(), nil, 403, furrow.EFORBIDDEN, "not a member"},
 		{"one of two forbidden", viewer, "?topic=" + mine + "&topic=" + other, nil, 403, furrow.EFORBIDDEN, other},
 		{"not an upgrade", viewer, "?topic=" + mine, map[string]string{"Authorization": viewer}, 400, furrow.EINVALID, "WebSocket upgrade"},
 	} {

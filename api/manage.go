@@ -30,6 +30,7 @@ func (s *server) farmRoutes(r chi.Router) {
 		r.With(manager).Get("/webhooks/{webhook}", s.handle(s.getWebhook))
 		r.With(manager).Delete("/webhooks/{webhook}", s.handle(s.deleteWebhook))
 		r.With(manager).Post("/webhooks/{webhook}/enable", s.handle(s.enableWebhook))
+		r.With(manager).Post("/webhooks/{webhook}/secret/rotate", s.handle(s.rotateSecret))
 		r.With(manager).Get("/webhooks/{webhook}/attempts", s.handle(s.listAttempts))
 		r.With(manager).Post("/webhooks/{webhook}/redeliver", s.handle(s.redeliver))
 		r.With(manager).Post("/webhooks/{webhook}/test", s.handle(s.testWebhook))
@@ -151,6 +152,11 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 	if err != nil {
 		return err
 	}
+	return decodeJSON(b, dst)
+}
+
+// decodeJSON decodes b, which must be one JSON object, into dst.
+func decodeJSON(b []byte, dst any) error {
 	trimmed := strings.TrimLeft(string(b), " \t\r\n")
 	if !strings.HasPrefix(trimmed, "{") || !json.Valid(b) {
 		return furrow.Errorf(furrow.EINVALID, "The body must be a single valid JSON object.")

@@ -200,8 +200,12 @@ func TestEvents(t *testing.T) {
 	if h.engine.wakes != 1 {
 		t.Fatalf("wakes = %d, want 1", h.engine.wakes)
 	}
+	if len(h.engine.events) != 1 || h.engine.events[0].ID != e.ID {
+		t.Fatalf("published on the live bus: %+v, want the event", h.engine.events)
+	}
 	for body, reason := range map[string]string{
 		`{"type":"metric.value","data":{}}`:            "type must be",
+		`{"type":"webhook.disabled","data":{}}`:        "type must be",
 		`{"type":"device.offline","data":{}}`:          "type must be",
 		`{"type":"trigger.fired","data":[1]}`:          "data must be a JSON object",
 		`{"type":"trigger.fired","data":null}`:         "data must be a JSON object",

@@ -96,7 +96,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 }
 
 // TestOpenAPIDocumentValid checks that the document is valid OpenAPI 3.1
-// with a webhook for every event type.
+// with a webhook and an EventType value for every farm event type.
 func TestOpenAPIDocumentValid(t *testing.T) {
 	c, err := contract()
 	if err != nil {
@@ -105,10 +105,20 @@ func TestOpenAPIDocumentValid(t *testing.T) {
 	if v := c.Document().Version; v != "3.1.0" {
 		t.Fatalf("openapi = %q, want 3.1.0", v)
 	}
-	for _, typ := range []string{"metric.value", "device.offline", "trigger.fired", "recommendation.created"} {
+	for _, typ := range furrow.EventTypes {
 		if _, ok := c.Document().Webhooks.Get(typ); !ok {
 			t.Errorf("webhooks has no %s", typ)
 		}
+	}
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				EventType struct{ Enum []string } `json:"EventType"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil || !slices.Equal(doc.Components.Schemas.EventType.Enum, furrow.EventTypes) {
+		t.Errorf("EventType enum = %v (%v), want %v", doc.Components.Schemas.EventType.Enum, err, furrow.EventTypes)
 	}
 }
 

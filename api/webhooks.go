@@ -45,10 +45,14 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// eventTypes validates and de-duplicates event types; empty means all.
+// eventTypes validates and de-duplicates event types; empty means the
+// default four (furrow.Webhook.Subscribes).
 func eventTypes(in []string) ([]string, error) {
 	out := []string{}
 	for _, t := range in {
+		if t == furrow.EventWebhookTest {
+			return nil, furrow.Errorf(furrow.EINVALID, "The field event_types cannot list %s: it goes only to the webhook tested.", t)
+		}
 		if !furrow.IsEventType(t) {
 			return nil, furrow.Errorf(furrow.EINVALID, "The field event_types holds an unknown event type.")
 		}

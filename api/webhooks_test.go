@@ -43,6 +43,10 @@ func TestCreateWebhook(t *testing.T) {
 	if strings.Join(w2.EventTypes, ",") != "trigger.fired,metric.value" || w2.Secret == w.Secret {
 		t.Fatalf("second webhook %+v", w2)
 	}
+	w3 := h.createHook(`{"url":"https://93.184.216.34/y","event_types":["webhook.disabled","webhook.enabled"]}`)
+	if strings.Join(w3.EventTypes, ",") != "webhook.disabled,webhook.enabled" {
+		t.Fatalf("a webhook listing the lifecycle types: %+v", w3)
+	}
 	if strings.Contains(h.logs.String(), w.Secret) {
 		t.Fatal("a webhook secret appears in the logs")
 	}
@@ -51,26 +55,27 @@ func TestCreateWebhook(t *testing.T) {
 func TestCreateWebhookRejects(t *testing.T) {
 	h := newHarness(t)
 	for body, reason := range map[string]string{
-		`{}`:                                                         "url is required",
-		`{"url":"http://example.com"}`:                               "https",
-		`{"url":"ftp://example.com"}`:                                "absolute address that uses https",
-		`{"url":"/relative"}`:                                        "absolute address that uses https",
-		`{"url":"https://intranet/x"}`:                               "fully qualified",
-		`{"url":"https://printer.local/x"}`:                          "local network name",
-		`{"url":"https://localhost/x"}`:                              "localhost",
-		`{"url":"https://a.localhost./x"}`:                           "localhost",
-		`{"url":"https://127.0.0.1/x"}`:                              "public address",
-		`{"url":"https://10.0.0.5/x"}`:                               "public address",
-		`{"url":"https://192.168.1.1/x"}`:                            "public address",
-		`{"url":"https://169.254.169.254/latest"}`:                   "public address",
-		`{"url":"https://100.64.0.1/"}`:                              "public address",
-		`{"url":"https://[::1]/"}`:                                   "public address",
-		`{"url":"https://[fe80::1]/"}`:                               "public address",
-		`{"url":"https://[::ffff:10.0.0.1]/"}`:                       "public address",
-		`{"url":"https://0.0.0.0/"}`:                                 "public address",
-		`{"url":"https://user:pw@example.com/"}`:                     "credentials",
-		`{"url":"https://example.com","event_types":["nope"]}`:       "unknown event type",
-		`{"url":"https://example.com","event_types":"metric.value"}`: "event_types must be a list",
+		`{}`:                                                           "url is required",
+		`{"url":"http://example.com"}`:                                 "https",
+		`{"url":"ftp://example.com"}`:                                  "absolute address that uses https",
+		`{"url":"/relative"}`:                                          "absolute address that uses https",
+		`{"url":"https://intranet/x"}`:                                 "fully qualified",
+		`{"url":"https://printer.local/x"}`:                            "local network name",
+		`{"url":"https://localhost/x"}`:                                "localhost",
+		`{"url":"https://a.localhost./x"}`:                             "localhost",
+		`{"url":"https://127.0.0.1/x"}`:                                "public address",
+		`{"url":"https://10.0.0.5/x"}`:                                 "public address",
+		`{"url":"https://192.168.1.1/x"}`:                              "public address",
+		`{"url":"https://169.254.169.254/latest"}`:                     "public address",
+		`{"url":"https://100.64.0.1/"}`:                                "public address",
+		`{"url":"https://[::1]/"}`:                                     "public address",
+		`{"url":"https://[fe80::1]/"}`:                                 "public address",
+		`{"url":"https://[::ffff:10.0.0.1]/"}`:                         "public address",
+		`{"url":"https://0.0.0.0/"}`:                                   "public address",
+		`{"url":"https://user:pw@example.com/"}`:                       "credentials",
+		`{"url":"https://example.com","event_types":["nope"]}`:         "unknown event type",
+		`{"url":"https://example.com","event_types":"metric.value"}`:   "event_types must be a list",
+		`{"url":"https://example.com","event_types":["webhook.test"]}`: "only to the webhook tested",
 	} {
 		expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks"), body), http.StatusBadRequest, furrow.EINVALID, reason)
 	}

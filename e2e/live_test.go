@@ -17,8 +17,10 @@ import (
 )
 
 // liveMessage is any message of GET /api/live: a data message (Reading
-// JSON plus farm_id and topic) or a control message (with a type).
+// JSON plus farm_id and topic, or an event envelope, with an id) or a
+// control message (with a type and no id).
 type liveMessage struct {
+	ID        string
 	Type      string
 	Topic     string
 	Error     string

@@ -33,6 +33,10 @@ type delivery struct {
 	Verified         bool
 	Status           int
 	Data             json.RawMessage
+	// Header and Body are the request as received, for checks of their
+	// own.
+	Header http.Header
+	Body   []byte
 	// At is when the request arrived.
 	At time.Time
 }
@@ -98,7 +102,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	d := delivery{
 		EventID: env.ID, Type: env.Type, Data: env.Data, At: at,
 		DeliveryID: r.Header.Get(webhook.DeliveryHeader), UserAgent: r.Header.Get("User-Agent"),
-		WebhookID:        r.Header.Get(webhook.IDHeader),
+		WebhookID: r.Header.Get(webhook.IDHeader), Header: r.Header.Clone(), Body: body,
 		FurrowVerified:   webhook.Verify(rc.secret, r.Header.Get(webhook.SignatureHeader), body, time.Now()) == nil,
 		StandardVerified: standardVerify(rc.secret, r.Header, body) == nil,
 	}

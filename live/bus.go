@@ -12,10 +12,10 @@ import (
 )
 
 const (
-	// queueSize bounds the readings waiting to be published; beyond it
+	// queueSize bounds the messages waiting to be published; beyond it
 	// Publish drops, so that ingestion never waits on the bus.
 	queueSize = 4096
-	// batchSize bounds the readings sent to the transport at once (one
+	// batchSize bounds the messages sent to the transport at once (one
 	// Redis pipeline).
 	batchSize = 128
 	// sendTimeout bounds one transport send.
@@ -24,11 +24,11 @@ const (
 	warnEvery = 10 * time.Second
 )
 
-// transport carries readings to the hubs that want them: directly in
+// transport carries messages to the hubs that want them: directly in
 // process, or through Redis pub/sub.
 type transport interface {
 	// send publishes a batch in order. It is called from one goroutine.
-	send(ctx context.Context, batch []furrow.LiveReading) error
+	send(ctx context.Context, batch []message) error
 	// watch makes messages of topic reach the local hub and returns a
 	// channel closed once they do. Calls are serialised by the Bus.
 	watch(topic string) <-chan struct{}
@@ -38,13 +38,13 @@ type transport interface {
 	close() error
 }
 
-// Bus is the live-updates bus. It implements furrow.Publisher and lets
-// local sinks subscribe to topics. The zero value is not usable; create one
+// Bus is the live-updates bus. It implements furrow.Publisher and
+// furrow.EventPublisher and lets local sinks subscribe to topics. The zero value is not usable; create one
 // with NewMemoryBus or NewRedisBus.
 type Bus struct {
 	hub   *hub
 	tr    transport
-	queue chan furrow.LiveReading
+	queue chan message
 	log   *slog.Logger
 	warn  *rateLog
 
@@ -62,7 +62,7 @@ func newBus(h *hub, tr transport, queue int, log *slog.Logger) *Bus {
 		log = slog.Default()
 	}
 	b := &Bus{
-		hub: h, tr: tr, queue: make(chan furrow.LiveReading, queue), log: log,
+		hub: h, tr: tr, queue: make(chan message, queue), log: log,
 		warn: &rateLog{clock: furrow.SystemClock{}, every: warnEvery},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -72,19 +72,25 @@ func newBus(h *hub, tr transport, queue int, log *slog.Logger) *Bus {
 
 // Publish queues a reading for its two topics. It never blocks and never
 // fails: when the queue is full the reading is dropped and counted.
-func (b *Bus) Publish(r furrow.LiveReading) {
+func (b *Bus) Publish(r furrow.LiveReading) { b.enqueue(message{reading: r}) }
+
+// PublishEvent queues a farm event for its farm's events topic, as Publish
+// does.
+func (b *Bus) PublishEvent(e furrow.Event) { b.enqueue(message{event: &e}) }
+
+func (b *Bus) enqueue(m message) {
 	select {
-	case b.queue <- r:
+	case b.queue <- m:
 	default:
-		b.drop(1, "live: publish queue full, reading dropped", nil)
+		b.drop(1, "live: publish queue full, message dropped", nil)
 	}
 }
 
-// Dropped returns how many readings were dropped because the queue was full
-// or the transport failed.
+// Dropped returns how many messages were dropped because the queue was
+// full or the transport failed.
 func (b *Bus) Dropped() uint64 { return b.dropped.Load() }
 
-// Published returns how many readings were handed to the transport.
+// Published returns how many messages were handed to the transport.
 func (b *Bus) Published() uint64 { return b.published.Load() }
 
 // Subscribe makes s receive the messages of topic t and returns once they
@@ -124,7 +130,7 @@ func (b *Bus) Unsubscribe(t Topic, s Sink) {
 	}
 }
 
-// Close stops publishing and releases the transport. Readings still queued
+// Close stops publishing and releases the transport. Messages still queued
 // are dropped; Publish after Close drops too. It returns the transport's
 // close error.
 func (b *Bus) Close() error {
@@ -137,11 +143,11 @@ func (b *Bus) Close() error {
 	return err
 }
 
-// pump is the one goroutine that sends to the transport, so readings leave
+// pump is the one goroutine that sends to the transport, so messages leave
 // in the order they were published and each device's order holds.
 func (b *Bus) pump() {
 	defer close(b.done)
-	batch := make([]furrow.LiveReading, 0, batchSize)
+	batch := make([]message, 0, batchSize)
 	for {
 		select {
 		case <-b.stop:
@@ -152,7 +158,7 @@ func (b *Bus) pump() {
 			err := b.tr.send(ctx, batch)
 			cancel()
 			if err != nil {
-				b.drop(len(batch), "live: publish failed, readings dropped", err)
+				b.drop(len(batch), "live: publish failed, messages dropped", err)
 			} else {
 				b.published.Add(uint64(len(batch)))
 			}
@@ -161,7 +167,7 @@ func (b *Bus) pump() {
 }
 
 // fill adds whatever is already queued to batch, up to batchSize.
-func (b *Bus) fill(batch []furrow.LiveReading) []furrow.LiveReading {
+func (b *Bus) fill(batch []message) []message {
 	for len(batch) < batchSize {
 		select {
 		case r := <-b.queue:

@@ -16,7 +16,7 @@ type stuckTransport struct {
 	release chan struct{}
 }
 
-func (s stuckTransport) send(ctx context.Context, _ []furrow.LiveReading) error {
+func (s stuckTransport) send(ctx context.Context, _ []message) error {
 	s.entered <- struct{}{}
 	select {
 	case <-s.release:

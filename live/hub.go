@@ -44,11 +44,11 @@ func (h *hub) remove(topic string, s Sink) bool {
 	return false
 }
 
-// deliver sends a reading's JSON to every sink of the topic.
-func (h *hub) deliver(topic string, reading []byte) {
+// deliver sends a message's JSON to every sink of the topic.
+func (h *hub) deliver(topic string, msg []byte) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for s := range h.topics[topic] {
-		s.Send(reading)
+		s.Send(msg)
 	}
 }

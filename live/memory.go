@@ -2,10 +2,7 @@ package live
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
-
-	"github.com/furrowhq/furrow"
 )
 
 // NewMemoryBus returns a Bus that delivers within this process only: for a
@@ -15,18 +12,18 @@ func NewMemoryBus(logger *slog.Logger) *Bus {
 	return newBus(h, memoryTransport{h}, queueSize, logger)
 }
 
-// memoryTransport hands readings straight to the local hub.
+// memoryTransport hands messages straight to the local hub.
 type memoryTransport struct{ hub *hub }
 
 var ready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (m memoryTransport) send(_ context.Context, batch []furrow.LiveReading) error {
-	for _, r := range batch {
-		b, err := json.Marshal(r)
+func (m memoryTransport) send(_ context.Context, batch []message) error {
+	for _, msg := range batch {
+		b, err := msg.encode()
 		if err != nil {
 			return err
 		}
-		for _, t := range TopicsOf(r) {
+		for _, t := range msg.topics() {
 			m.hub.deliver(t.String(), b)
 		}
 	}

@@ -2,13 +2,11 @@ package live
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/furrowhq/furrow"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -57,15 +55,15 @@ type watchState struct {
 	confirmed bool
 }
 
-// send publishes the batch in one pipeline, both topics of each reading.
-func (t *redisTransport) send(ctx context.Context, batch []furrow.LiveReading) error {
+// send publishes the batch in one pipeline, every topic of each message.
+func (t *redisTransport) send(ctx context.Context, batch []message) error {
 	pipe := t.client.Pipeline()
-	for _, r := range batch {
-		b, err := json.Marshal(r)
+	for _, m := range batch {
+		b, err := m.encode()
 		if err != nil {
 			return err
 		}
-		for _, tp := range TopicsOf(r) {
+		for _, tp := range m.topics() {
 			pipe.Publish(ctx, t.prefix+tp.String(), b)
 		}
 	}

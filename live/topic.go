@@ -11,17 +11,24 @@ import (
 // maxTopicLen bounds a topic's text; the longest valid topic is far shorter.
 const maxTopicLen = 128
 
-// Topic is a live topic. Device is uuid.Nil for the farm-wide readings topic
-// farms/{farm}/readings; otherwise the topic is
-// farms/{farm}/devices/{device}/metrics/{metric}. Topics match exactly.
+// Topic is a live topic. Events marks the farm's events topic
+// farms/{farm}/events; otherwise Device is uuid.Nil for the farm-wide
+// readings topic farms/{farm}/readings, and the topic is
+// farms/{farm}/devices/{device}/metrics/{metric} when it is set. Topics
+// match exactly.
 type Topic struct {
 	Farm   uuid.UUID
 	Device uuid.UUID
 	Metric int32
+	Events bool
 }
 
 // FarmTopic returns the topic of every reading of a farm.
 func FarmTopic(farm uuid.UUID) Topic { return Topic{Farm: farm} }
+
+// EventsTopic returns the topic of a farm's events: every farm event but
+// metric.value, which the readings topics carry.
+func EventsTopic(farm uuid.UUID) Topic { return Topic{Farm: farm, Events: true} }
 
 // MetricTopic returns the topic of one device's readings of one metric.
 func MetricTopic(farm, device uuid.UUID, metric int32) Topic {
@@ -36,6 +43,9 @@ func TopicsOf(r furrow.LiveReading) [2]Topic {
 
 // String returns the topic's canonical text, the one ParseTopic accepts.
 func (t Topic) String() string {
+	if t.Events {
+		return "farms/" + t.Farm.String() + "/events"
+	}
 	if t.Device == uuid.Nil {
 		return "farms/" + t.Farm.String() + "/readings"
 	}
@@ -67,7 +77,7 @@ var errTooManyTopics = furrow.Errorf(furrow.EINVALID, "A connection may watch at
 // without sign or leading zeros. Anything else is an EINVALID *furrow.Error.
 func ParseTopic(s string) (Topic, error) {
 	bad := furrow.Errorf(furrow.EINVALID,
-		"A topic must be farms/{farm}/readings or farms/{farm}/devices/{device}/metrics/{metric}, with lower-case uuids and a metric id from 1 to 2147483647.")
+		"A topic must be farms/{farm}/readings, farms/{farm}/events or farms/{farm}/devices/{device}/metrics/{metric}, with lower-case uuids and a metric id from 1 to 2147483647.")
 	if len(s) > maxTopicLen {
 		return Topic{}, bad
 	}
@@ -81,6 +91,9 @@ func ParseTopic(s string) (Topic, error) {
 	}
 	if len(parts) == 3 && parts[2] == "readings" {
 		return FarmTopic(farm), nil
+	}
+	if len(parts) == 3 && parts[2] == "events" {
+		return EventsTopic(farm), nil
 	}
 	if len(parts) != 6 || parts[2] != "devices" || parts[4] != "metrics" {
 		return Topic{}, bad

@@ -16,6 +16,7 @@ func TestParseTopicValid(t *testing.T) {
 	farm, device := uuid.MustParse(farmText), uuid.MustParse(deviceText)
 	for in, want := range map[string]Topic{
 		"farms/" + farmText + "/readings":                                      FarmTopic(farm),
+		"farms/" + farmText + "/events":                                        EventsTopic(farm),
 		"farms/" + farmText + "/devices/" + deviceText + "/metrics/220":        MetricTopic(farm, device, 220),
 		"farms/" + farmText + "/devices/" + deviceText + "/metrics/1":          MetricTopic(farm, device, 1),
 		"farms/" + farmText + "/devices/" + deviceText + "/metrics/2147483647": MetricTopic(farm, device, 2147483647),
@@ -45,6 +46,7 @@ func TestParseTopicInvalid(t *testing.T) {
 		dev + "0", dev + "-1", dev + "+1", dev + "01", dev + "2147483648", dev + "1.5",
 		dev + " 1", dev + "220/", dev + "abc", dev + "*",
 		"FARMS/" + farmText + "/readings",
+		"farms/" + farmText + "/events/", "farms/" + farmText + "/Events", "farms/" + farmText + "/devices/" + deviceText + "/events",
 	} {
 		_, err := ParseTopic(in)
 		if furrow.ErrorCode(err) != furrow.EINVALID {

@@ -55,14 +55,24 @@ func (db *DB) AddAttempt(ctx context.Context, a furrow.Attempt) error {
 // the (webhook_id, at_ms) index of one partition.
 func (db *DB) insertAttempt(ctx context.Context, a furrow.Attempt, eventID uuid.UUID) error {
 	tag, err := db.pool.Exec(ctx, `INSERT INTO delivery_attempts
-		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms, signed_with)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
 		WHERE NOT EXISTS (SELECT 1 FROM delivery_attempts WHERE webhook_id = $2 AND at_ms = $9 AND delivery_id = $1)`,
-		a.DeliveryID, a.WebhookID, eventID, a.Attempt, a.StatusCode, a.ResponseBody, a.Error, a.DurationMs, a.AtMs)
+		a.DeliveryID, a.WebhookID, eventID, a.Attempt, a.StatusCode, a.ResponseBody, a.Error, a.DurationMs, a.AtMs,
+		signedWith(a.SignedWith))
 	if err == nil && tag.RowsAffected() == 0 {
 		return furrow.Errorf(furrow.ECONFLICT, "This attempt is already recorded.")
 	}
 	return err
+}
+
+// signedWith is the stored form of an attempt's SignedWith: never NULL.
+func signedWith(versions []int) []int32 {
+	out := make([]int32, len(versions))
+	for i, v := range versions {
+		out[i] = int32(v)
+	}
+	return out
 }
 
 // isMissingPartition reports the error of a row that no partition accepts.
@@ -98,15 +108,18 @@ func storableText(s string) string {
 // and is capped at 1000.
 func (db *DB) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]furrow.Attempt, error) {
 	rows, _ := db.pool.Query(ctx, `SELECT delivery_id, webhook_id, event_id, attempt, status_code,
-		response_body, error, duration_ms, at_ms
+		response_body, error, duration_ms, at_ms, signed_with
 		FROM delivery_attempts WHERE webhook_id = $1 ORDER BY at_ms DESC, seq DESC LIMIT $2`,
 		webhookID, clampLimit(limit, defaultAttemptsLimit, maxAttemptsLimit))
 	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Attempt, error) {
 		var a furrow.Attempt
 		var ev uuid.UUID
 		err := r.Scan(&a.DeliveryID, &a.WebhookID, &ev, &a.Attempt, &a.StatusCode,
-			&a.ResponseBody, &a.Error, &a.DurationMs, &a.AtMs)
+			&a.ResponseBody, &a.Error, &a.DurationMs, &a.AtMs, &a.SignedWith)
 		a.EventID = furrow.EventID(ev)
+		if a.SignedWith == nil {
+			a.SignedWith = []int{}
+		}
 		return a, err
 	})
 	if err != nil {

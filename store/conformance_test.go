@@ -29,5 +29,6 @@ func TestConformanceSealed(t *testing.T) {
 		return storetest.Subject{Users: db, Farms: db, Devices: db, Readings: db, Events: db, Webhooks: db, Outbox: db}
 	}
 	t.Run("WebhookService", func(t *testing.T) { storetest.WebhookService(t, newSubject) })
+	t.Run("SecretRotation", func(t *testing.T) { storetest.SecretRotation(t, newSubject) })
 	t.Run("DeliveryStore", func(t *testing.T) { storetest.DeliveryStore(t, storetest.DeliveryFromServices(newSubject)) })
 }

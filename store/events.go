@@ -73,8 +73,19 @@ func (r *eventRows) add(id uuid.UUID, e furrow.Event) {
 // created.
 func dispatchedAt(farm, typ, now string) string {
 	return `CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.farm_id = ` + farm + `
-		AND (w.event_types = '{}' OR ` + typ + ` = ANY (w.event_types))) THEN NULL ELSE ` + now + ` END`
+		AND ` + subscribesSQL("w.event_types", typ) + `) THEN NULL ELSE ` + now + ` END`
 }
+
+// subscribesSQL is furrow.Webhook.Subscribes in SQL, for a webhook's
+// event_types column types and an event type typ (SQL expressions): no
+// types listed means furrow.DefaultEventTypes.
+func subscribesSQL(types, typ string) string {
+	return `CASE WHEN ` + types + ` = '{}' THEN ` + typ + ` = ANY (` + defaultTypesSQL + `) ELSE ` + typ + ` = ANY (` + types + `) END`
+}
+
+// defaultTypesSQL is furrow.DefaultEventTypes as an SQL text[] literal
+// (event types hold no quote, comma or brace).
+var defaultTypesSQL = `'{` + strings.Join(furrow.DefaultEventTypes, ",") + `}'::text[]`
 
 // insertEventsSQL stores events in the outbox ($6 is now). RETURNING says
 // which events wait for the dispatcher (see storedEvents).

@@ -37,10 +37,13 @@ type SealOptions struct {
 type SealReport struct {
 	// KeyID is the ring's first key, which sealed every rewritten secret.
 	KeyID string `json:"key_id"`
-	// Sealed counts secrets that were stored unsealed, Resealed those
-	// sealed with another key.
+	// Sealed counts secrets (current and previous ones) that were stored
+	// unsealed, Resealed those sealed with another key.
 	Sealed   int `json:"sealed"`
 	Resealed int `json:"resealed"`
+	// Cleared counts previous secrets whose overlap had ended, removed
+	// rather than sealed.
+	Cleared int `json:"cleared"`
 	// Batches counts the committed transactions that rewrote rows.
 	Batches int `json:"batches"`
 }
@@ -48,11 +51,13 @@ type SealReport struct {
 // ErrNoKeyRing is returned by SealSecrets on a DB opened without Keys.
 var ErrNoKeyRing = errors.New("store: no key ring is configured, so there is nothing to seal with")
 
-// SealSecrets seals the stored webhook secrets with the key ring's first
-// key: the unsealed ones, and with Reseal also those sealed with another
-// key. It commits every BatchSize rows, locking them with SKIP LOCKED, so
-// that it runs beside serving and delivering processes and beside other
-// runs of itself, and an interrupted run is resumed by running it again.
+// SealSecrets seals the stored webhook secrets, the previous secrets of
+// rotations included, with the key ring's first key: the unsealed ones,
+// and with Reseal also those sealed with another key. Previous secrets
+// whose overlap has ended are cleared instead. It commits every BatchSize
+// rows, locking them with SKIP LOCKED, so that it runs beside serving and
+// delivering processes and beside other runs of itself, and an
+// interrupted run is resumed by running it again.
 // A row another transaction holds is taken up in a later pass; it returns
 // once no row is left to do, or with an error when rows stayed held for
 // sealIdlePasses passes. A secret that does not open stops it with an
@@ -65,7 +70,7 @@ func (db *DB) SealSecrets(ctx context.Context, opts SealOptions) (SealReport, er
 		opts.BatchSize = DefaultSealBatch
 	}
 	rep := SealReport{KeyID: db.keys.Primary()}
-	s := sealer{db: db, opts: opts, rep: &rep}
+	s := sealer{db: db, opts: opts, rep: &rep, now: db.nowMs()}
 	for idle := 0; ; {
 		changed, err := s.pass(ctx)
 		if err != nil {
@@ -91,19 +96,25 @@ func (db *DB) SealSecrets(ctx context.Context, opts SealOptions) (SealReport, er
 }
 
 // pendingSQL is the condition of a row left to do, with the named
-// arguments of sealer.args.
-const pendingSQL = "(secret_key_id IS NULL OR (@reseal AND secret_key_id <> @key))"
+// arguments of sealer.args: its secret or its previous secret needs
+// sealing (or resealing), or its previous secret has expired and is
+// cleared.
+const pendingSQL = `(secret_key_id IS NULL OR (@reseal AND secret_key_id <> @key)
+	OR (previous_secret IS NOT NULL AND (previous_secret_until_ms <= @now
+		OR previous_secret_key_id IS NULL OR (@reseal AND previous_secret_key_id <> @key))))`
 
-// sealer is one SealSecrets run.
+// sealer is one SealSecrets run. now, the store's clock at its start,
+// decides which previous secrets have expired.
 type sealer struct {
 	db   *DB
 	opts SealOptions
 	rep  *SealReport
+	now  int64
 }
 
 // args are the named arguments of pendingSQL.
 func (s *sealer) args() pgx.NamedArgs {
-	return pgx.NamedArgs{"reseal": s.opts.Reseal, "key": s.rep.KeyID}
+	return pgx.NamedArgs{"reseal": s.opts.Reseal, "key": s.rep.KeyID, "now": s.now}
 }
 
 // pass walks the table once in id order and returns the rows it rewrote.
@@ -123,11 +134,16 @@ func (s *sealer) pass(ctx context.Context) (int, error) {
 	}
 }
 
-// pendingRow is a row a batch rewrites.
+// pendingRow is a row a batch rewrites: its secret and its previous
+// secret as stored (previous nil when there is none), and what they
+// become.
 type pendingRow struct {
-	id     uuid.UUID
-	stored string
-	keyID  *string
+	id                   uuid.UUID
+	stored, previous     *string
+	keyID, previousKeyID *string
+	untilMs              *int64
+	newStored, newPrev   *string
+	newKeyID, newPrevKey *string
 }
 
 // batch rewrites up to BatchSize rows after id after in one transaction and
@@ -140,11 +156,12 @@ func (s *sealer) batch(ctx context.Context, after uuid.UUID) (int, uuid.UUID, er
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	args := s.args()
 	args["after"], args["limit"] = after, s.opts.BatchSize
-	rows, _ := tx.Query(ctx, `SELECT id, secret, secret_key_id FROM webhooks
+	rows, _ := tx.Query(ctx, `SELECT id, secret, secret_key_id, previous_secret, previous_secret_key_id,
+		previous_secret_until_ms FROM webhooks
 		WHERE id > @after AND `+pendingSQL+` ORDER BY id LIMIT @limit FOR UPDATE SKIP LOCKED`, args)
 	todo, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pendingRow, error) {
 		var p pendingRow
-		return p, r.Scan(&p.id, &p.stored, &p.keyID)
+		return p, r.Scan(&p.id, &p.stored, &p.keyID, &p.previous, &p.previousKeyID, &p.untilMs)
 	})
 	if err != nil {
 		return 0, uuid.Nil, translate(err, "seal secrets", "webhook")
@@ -152,29 +169,18 @@ func (s *sealer) batch(ctx context.Context, after uuid.UUID) (int, uuid.UUID, er
 	if len(todo) == 0 {
 		return 0, uuid.Nil, nil
 	}
-	ids, secrets := make([]uuid.UUID, len(todo)), make([]string, len(todo))
-	sealed := 0
-	for i, p := range todo {
-		plain, err := s.db.openSecret(p.id, p.stored, p.keyID)
-		if err != nil {
+	var counts SealReport
+	for i := range todo {
+		if err := s.rewrite(&todo[i], &counts); err != nil {
 			return 0, uuid.Nil, err
 		}
-		if p.keyID == nil {
-			sealed++
-		}
-		ids[i] = p.id
-		secrets[i], _ = s.db.sealSecret(p.id, plain)
 	}
-	_, err = tx.Exec(ctx, `UPDATE webhooks w SET secret = v.secret, secret_key_id = $3
-		FROM unnest($1::uuid[], $2::text[]) AS v(id, secret) WHERE w.id = v.id`, ids, secrets, s.rep.KeyID)
-	if err == nil {
-		err = tx.Commit(ctx)
-	}
-	if err != nil {
+	if err := s.write(ctx, tx, todo); err != nil {
 		return 0, uuid.Nil, translate(err, "seal secrets", "webhook")
 	}
-	s.rep.Sealed += sealed
-	s.rep.Resealed += len(todo) - sealed
+	s.rep.Sealed += counts.Sealed
+	s.rep.Resealed += counts.Resealed
+	s.rep.Cleared += counts.Cleared
 	s.rep.Batches++
 	if s.opts.Progress != nil {
 		s.opts.Progress(*s.rep)
@@ -184,6 +190,61 @@ func (s *sealer) batch(ctx context.Context, after uuid.UUID) (int, uuid.UUID, er
 		last = uuid.Nil
 	}
 	return len(todo), last, nil
+}
+
+// rewrite decides the new stored form of p's secrets and counts it: each
+// secret that needs it is sealed with the first key, the others are kept as
+// stored, and an expired previous secret is cleared.
+func (s *sealer) rewrite(p *pendingRow, counts *SealReport) error {
+	var err error
+	p.newStored, p.newKeyID, err = s.reseal(p.id, p.stored, p.keyID, counts)
+	if err != nil || p.previous == nil {
+		return err
+	}
+	if *p.untilMs <= s.now {
+		counts.Cleared++
+		return nil
+	}
+	p.newPrev, p.newPrevKey, err = s.reseal(p.id, p.previous, p.previousKeyID, counts)
+	return err
+}
+
+// reseal returns the stored form of one secret: sealed with the first key
+// when it is unsealed, or sealed with another key and the run reseals;
+// otherwise as it was.
+func (s *sealer) reseal(id uuid.UUID, stored, keyID *string, counts *SealReport) (*string, *string, error) {
+	if keyID != nil && (!s.opts.Reseal || *keyID == s.rep.KeyID) {
+		return stored, keyID, nil
+	}
+	plain, err := s.db.openSecret(id, *stored, keyID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if keyID == nil {
+		counts.Sealed++
+	} else {
+		counts.Resealed++
+	}
+	sealed, newKey := s.db.sealSecret(id, plain)
+	return &sealed, newKey, nil
+}
+
+// write stores the batch's new secrets and commits.
+func (s *sealer) write(ctx context.Context, tx pgx.Tx, todo []pendingRow) error {
+	ids := make([]uuid.UUID, len(todo))
+	secrets, keys, prevs, prevKeys := make([]*string, len(todo)), make([]*string, len(todo)), make([]*string, len(todo)), make([]*string, len(todo))
+	for i, p := range todo {
+		ids[i], secrets[i], keys[i], prevs[i], prevKeys[i] = p.id, p.newStored, p.newKeyID, p.newPrev, p.newPrevKey
+	}
+	_, err := tx.Exec(ctx, `UPDATE webhooks w SET secret = v.secret, secret_key_id = v.key_id,
+		previous_secret = v.prev, previous_secret_key_id = v.prev_key_id,
+		previous_secret_until_ms = CASE WHEN v.prev IS NULL THEN NULL ELSE w.previous_secret_until_ms END
+		FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[]) AS v(id, secret, key_id, prev, prev_key_id)
+		WHERE w.id = v.id`, ids, secrets, keys, prevs, prevKeys)
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // left counts the rows still to do, held ones included.

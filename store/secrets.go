@@ -58,10 +58,14 @@ func (db *DB) open(id uuid.UUID, stored, keyID string) (string, error) {
 	return string(plain), nil
 }
 
-// SecretsByKey counts the stored webhook secrets by the id of the key that
-// sealed them; the unsealed ones are counted under "".
+// SecretsByKey counts the stored webhook secrets, the previous secrets of
+// rotations included, by the id of the key that sealed them; the unsealed
+// ones are counted under "".
 func (db *DB) SecretsByKey(ctx context.Context) (map[string]int64, error) {
-	rows, _ := db.pool.Query(ctx, "SELECT coalesce(secret_key_id, ''), count(*) FROM webhooks GROUP BY 1")
+	rows, _ := db.pool.Query(ctx, `SELECT coalesce(key_id, ''), count(*) FROM (
+		SELECT secret_key_id FROM webhooks
+		UNION ALL SELECT previous_secret_key_id FROM webhooks WHERE previous_secret IS NOT NULL) s(key_id)
+		GROUP BY 1`)
 	defer rows.Close()
 	out := map[string]int64{}
 	for rows.Next() {
@@ -78,8 +82,8 @@ func (db *DB) SecretsByKey(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// WebhookSecretStates counts the stored webhook secrets that are sealed
-// and those that are not.
+// WebhookSecretStates counts the stored webhook secrets, previous ones
+// included, that are sealed and those that are not.
 func (db *DB) WebhookSecretStates(ctx context.Context) (sealed, unsealed int64, err error) {
 	byKey, err := db.SecretsByKey(ctx)
 	for id, n := range byKey {

@@ -30,7 +30,9 @@ type Metrics struct {
 	chains         *prometheus.CounterVec
 	latency        prometheus.Histogram
 	disabled       prometheus.Counter
+	lifecycle      *prometheus.CounterVec
 	offline        prometheus.Counter
+	rotations      prometheus.Counter
 	dispatch       dispatchMetrics
 	owners         ownerMetrics
 }
@@ -52,7 +54,9 @@ func New() *Metrics {
 	m.chains = counterVec(reg, "furrow_delivery_chains_total", "Delivery chains ended, by outcome: delivered, failed, skipped.", "outcome")
 	m.latency = histogram(reg, "furrow_delivery_latency_seconds", "From the event's occurred_at_ms to the receiver's 2xx.", []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 43200, 86400})
 	m.disabled = counter(reg, "furrow_webhooks_disabled_total", "Webhooks disabled after consecutive failed chains.")
+	m.lifecycle = counterVec(reg, "furrow_webhook_lifecycle_events_total", "Webhook lifecycle events stored, by type: webhook.disabled, webhook.enabled.", "type")
 	m.offline = counter(reg, "furrow_devices_offline_total", "Devices marked offline (device.offline emitted).")
+	m.rotations = counter(reg, "furrow_webhook_secret_rotations_total", "Webhook signing secrets rotated through the API.")
 	m.dispatch = newDispatchMetrics(reg)
 	m.owners = newOwnerMetrics(reg)
 	for _, r := range []string{furrow.OutcomeDelivered, furrow.AttemptRetried, furrow.OutcomeFailed, furrow.OutcomeSkipped} {
@@ -60,6 +64,9 @@ func New() *Metrics {
 	}
 	for _, o := range []string{furrow.OutcomeDelivered, furrow.OutcomeFailed, furrow.OutcomeSkipped} {
 		m.chains.WithLabelValues(o)
+	}
+	for _, t := range []string{furrow.EventWebhookDisabled, furrow.EventWebhookEnabled} {
+		m.lifecycle.WithLabelValues(t)
 	}
 	return m
 }
@@ -129,6 +136,21 @@ func (m *Metrics) Delivered(latency time.Duration) {
 func (m *Metrics) WebhookDisabled() {
 	if m != nil {
 		m.disabled.Inc()
+	}
+}
+
+// SecretRotated records a webhook signing secret rotated.
+func (m *Metrics) SecretRotated() {
+	if m != nil {
+		m.rotations.Inc()
+	}
+}
+
+// WebhookLifecycleEvent records a stored webhook lifecycle event of type
+// eventType (webhook.disabled or webhook.enabled, a bounded label).
+func (m *Metrics) WebhookLifecycleEvent(eventType string) {
+	if m != nil {
+		m.lifecycle.WithLabelValues(eventType).Inc()
 	}
 }
 

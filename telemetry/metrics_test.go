@@ -26,6 +26,7 @@ func TestNilMetricsRecordNothingAndWrapNothing(t *testing.T) {
 	m.DeliveryChain(furrow.OutcomeFailed)
 	m.Delivered(time.Second)
 	m.WebhookDisabled()
+	m.WebhookLifecycleEvent(furrow.EventWebhookEnabled)
 	m.DevicesOffline(2)
 	m.WatchFailOpen(func() int64 { return 0 })
 	m.WatchLive(LiveStats{})

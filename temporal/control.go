@@ -28,10 +28,11 @@ func NewControl(c client.Client, schedule []time.Duration) *Control {
 }
 
 // Reenable sends SignalReenable to the webhook's workflow, starting it when
-// it does not run. It returns the Temporal error when the signal cannot be
-// sent.
+// it does not run, with workflows.ReenableByAPI as its payload so that the
+// webhook.enabled event says the API enabled it. It returns the Temporal
+// error when the signal cannot be sent.
 func (ctl *Control) Reenable(ctx context.Context, webhookID uuid.UUID) error {
-	if err := signalWebhook(ctx, ctl.c, webhookID, workflows.SignalReenable, nil); err != nil {
+	if err := signalWebhook(ctx, ctl.c, webhookID, workflows.SignalReenable, workflows.ReenableByAPI); err != nil {
 		return fmt.Errorf("signal reenable to webhook %s: %w", webhookID, err)
 	}
 	return nil

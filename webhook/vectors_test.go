@@ -21,8 +21,11 @@ const vectorsPath = "testdata/signature-vectors.json"
 
 // vectorCase is one case of the vectors file.
 type vectorCase struct {
-	Name       string            `json:"name"`
-	Secret     string            `json:"secret"`
+	Name   string `json:"name"`
+	Secret string `json:"secret"`
+	// Secrets, in the cases of a rotation, are every secret the receiver
+	// holds instead of Secret.
+	Secrets    []string          `json:"secrets"`
 	Body       string            `json:"body"`
 	BodyBase64 string            `json:"body_base64"`
 	Headers    map[string]string `json:"headers"`
@@ -37,6 +40,14 @@ func (c vectorCase) body(t *testing.T) []byte {
 		t.Fatalf("%s: body_base64 is not the body's UTF-8 bytes (%v)", c.Name, err)
 	}
 	return b
+}
+
+// secrets returns every secret the receiver holds.
+func (c vectorCase) secrets() []string {
+	if len(c.Secrets) > 0 {
+		return c.Secrets
+	}
+	return []string{c.Secret}
 }
 
 func (c vectorCase) header() http.Header {
@@ -68,8 +79,14 @@ func loadVectors(t *testing.T) []vectorCase {
 		verdicts[c.Expect[webhook.SignatureHeader]] = true
 		verdicts[c.Expect[webhook.StandardSignatureHeader]] = true
 	}
-	if len(f.Cases) < 10 || len(verdicts) != 5 {
-		t.Fatalf("%d cases with verdicts %v: want valid and every kind of invalid", len(f.Cases), verdicts)
+	rotations := 0
+	for _, c := range f.Cases {
+		if len(c.Secrets) > 1 {
+			rotations++
+		}
+	}
+	if len(f.Cases) < 10 || len(verdicts) != 5 || rotations < 2 {
+		t.Fatalf("%d cases (%d with several secrets) with verdicts %v: want valid and every kind of invalid, and rotations", len(f.Cases), rotations, verdicts)
 	}
 	return f.Cases
 }
@@ -92,20 +109,29 @@ func verdict(err error) string {
 }
 
 // TestVectorsVerifier checks the verifier of both schemes against every
-// case, with the case's secret alone and beside another secret, as a
-// receiver holds them while a secret is rotated.
+// case, with the case's secrets (its secret alone, or every secret of a
+// rotation) and beside another secret, as a receiver holds them while a
+// secret is rotated.
 func TestVectorsVerifier(t *testing.T) {
 	for _, c := range loadVectors(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			body, now := c.body(t), time.UnixMilli(c.NowMs)
 			sig, std := c.Expect[webhook.SignatureHeader], c.Expect[webhook.StandardSignatureHeader]
-			if got := verdict(webhook.Verify(c.Secret, c.Headers[webhook.SignatureHeader], body, now)); got != sig {
+			if got := verdict(webhook.VerifyAny(c.secrets(), c.Headers[webhook.SignatureHeader], body, now)); got != sig {
 				t.Errorf("X-Service-Signature: %s, want %s", got, sig)
 			}
-			if got := verdict(webhook.VerifyStandard(c.Secret, c.header(), body, now)); got != std {
+			if got := verdict(webhook.VerifyStandardAny(c.secrets(), c.header(), body, now)); got != std {
 				t.Errorf("webhook-signature: %s, want %s", got, std)
 			}
-			rotating := []string{otherSecret, c.Secret}
+			if len(c.Secrets) == 0 {
+				if got := verdict(webhook.Verify(c.Secret, c.Headers[webhook.SignatureHeader], body, now)); got != sig {
+					t.Errorf("X-Service-Signature with Verify: %s, want %s", got, sig)
+				}
+				if got := verdict(webhook.VerifyStandard(c.Secret, c.header(), body, now)); got != std {
+					t.Errorf("webhook-signature with VerifyStandard: %s, want %s", got, std)
+				}
+			}
+			rotating := append([]string{otherSecret}, c.secrets()...)
 			if got := verdict(webhook.VerifyAny(rotating, c.Headers[webhook.SignatureHeader], body, now)); got != sig {
 				t.Errorf("X-Service-Signature beside another secret: %s, want %s", got, sig)
 			}

@@ -40,7 +40,10 @@
 //
 // While a secret is being rotated, VerifyAny, VerifyStandardAny,
 // VerifyRequestAny and MiddlewareAny accept a list of secrets: a delivery
-// signed with any one of them verifies.
+// signed with any one of them verifies. During a rotation's overlap Furrow
+// signs X-Service-Signature with the previous secret and webhook-signature
+// with both ("v1,<new> v1,<previous>"), so a receiver holding the new and
+// the previous secret accepts every delivery, whichever header it checks.
 //
 // Sign and SignStandard compute the two signatures. They are the one
 // definition of both schemes: Furrow's sender signs with them, and a

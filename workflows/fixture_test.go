@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,12 +24,34 @@ type store struct {
 // rows returns the delivery log's rows in the order written.
 func (s *store) rows() []furrow.Attempt { return s.calls.Attempts() }
 
-// Writes returns the webhook states written, in order.
+// Writes returns the webhook states written, counter changes and
+// transitions alike, in order.
 func (s *store) Writes() []workflows.WebhookState {
 	var out []workflows.WebhookState
-	for _, c := range s.calls.Calls("SetWebhookState") {
-		if c.Err == nil {
+	for _, c := range s.calls.Calls("SetWebhookState", "TransitionWebhook") {
+		switch {
+		case c.Err != nil:
+		case c.Method == "TransitionWebhook":
+			t := c.Args[0].(furrow.WebhookTransition)
+			out = append(out, workflows.WebhookState{WebhookID: t.WebhookID, Enabled: t.Enabled, Failures: t.Failures, Seq: t.Seq})
+		default:
 			out = append(out, workflows.WebhookState{WebhookID: c.Args[0].(uuid.UUID), Enabled: c.Args[1].(bool), Failures: c.Args[2].(int)})
+		}
+	}
+	return out
+}
+
+// lifecycleEvents returns the farm's lifecycle events as stored, oldest
+// first.
+func (s *store) lifecycleEvents(farm uuid.UUID) []furrow.Event {
+	all, err := s.Events(context.Background(), furrow.EventFilter{FarmID: farm})
+	if err != nil {
+		panic(err)
+	}
+	var out []furrow.Event
+	for _, e := range slices.Backward(all) {
+		if e.Type == furrow.EventWebhookDisabled || e.Type == furrow.EventWebhookEnabled {
+			out = append(out, e)
 		}
 	}
 	return out

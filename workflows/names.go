@@ -30,14 +30,17 @@ const (
 // Signals of the per-webhook workflow.
 const (
 	// SignalReenable re-enables a webhook and resets its failure counter.
-	// It carries no payload, so support can send it from the Temporal UI
-	// or CLI.
+	// Support sends it with no payload, from the Temporal UI or CLI; the
+	// API sends ReenableByAPI, so that the webhook.enabled event says who.
 	SignalReenable = "reenable"
 	// SignalChain reports the end of a delivery chain (a
 	// furrow.ChainReport).
 	// Only delivery workflows send it, through the ReportChain activity.
 	SignalChain = "chain"
 )
+
+// ReenableByAPI is the payload of SignalReenable sent by the API.
+const ReenableByAPI = furrow.EnabledByAPI
 
 // QueryState is the query the per-webhook workflow answers with its
 // WebhookState, for the Temporal UI's Queries tab and
@@ -48,11 +51,15 @@ const QueryState = "state"
 // carried over by continue-as-new and answered to QueryState. Failures
 // counts consecutive failed chains. Gone is true when the webhook no longer
 // exists. LastChange says what last changed Enabled or Failures, and
-// ChangedAt when; both are empty until the workflow changes them.
+// ChangedAt when; both are empty until the workflow changes them. Seq is
+// the number of the last change of Enabled (the webhook's StateSeq), so
+// that the next is written once whatever runs, retries and restarts come
+// between.
 type WebhookState struct {
 	WebhookID  uuid.UUID
 	Enabled    bool
 	Failures   int
+	Seq        int64 `json:",omitempty"`
 	Gone       bool
 	LastChange string     `json:",omitempty"`
 	ChangedAt  *time.Time `json:",omitempty"`

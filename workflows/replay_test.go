@@ -32,13 +32,16 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // unprefixed ones before the delivery workflow's attempt-per-activity
 // change, those prefixed "attempt_per_activity_" after it and before its
 // outcome-search-attributes change, those prefixed
-// "outcome_search_attributes_" after it and before the webhook-rate change.
-// go test -run TestReplay -update records the current ones (prefix); their
+// "outcome_search_attributes_" after it and before two changes made side by
+// side: the webhook workflow's lifecycle events ("lifecycle_events_",
+// recorded without the webhook rate) and the webhook rate. go test -run
+// TestReplay -update records the current ones (prefix), with both; their
 // redelivery first waits for the webhook's rate.
 var histories = []string{
 	"delivery_rejected.json", "delivery_retried.json", "webhook.json",
 	"attempt_per_activity_delivery_rejected.json", "attempt_per_activity_delivery_retried.json", "attempt_per_activity_webhook.json",
 	"outcome_search_attributes_delivery_rejected.json", "outcome_search_attributes_delivery_retried.json", "outcome_search_attributes_webhook.json",
+	"lifecycle_events_delivery_rejected.json", "lifecycle_events_delivery_retried.json", "lifecycle_events_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
 }
 
@@ -61,10 +64,10 @@ func TestReplay(t *testing.T) {
 }
 
 // record runs a rejected delivery (reported as a failed chain, which fails
-// its workflow), a delivery
-// that succeeds on its second attempt (reported as a success after a
-// failure), and the webhook workflow they signal, and writes their
-// histories.
+// its workflow and, the webhook having failed chains before, disables it),
+// re-enables the webhook through the API's signal, runs a delivery that
+// succeeds on its second attempt, and writes the histories of both
+// deliveries and of the webhook workflow they signal.
 func record(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -81,7 +84,7 @@ func record(t *testing.T) {
 		hits++
 	}))
 	defer srv.Close()
-	f := newFixture(srv.URL, 0)
+	f := newFixture(srv.URL, furrow.MaxFailedChains-1)
 	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
 		Reporter: ftemporal.NewReporter(c), Pacer: &pacer{waits: []time.Duration{0, time.Second}}}
 	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
@@ -92,13 +95,19 @@ func record(t *testing.T) {
 
 	run(ctx, t, c, workflows.DeliveryWorkflowID(f.webhook.ID, f.event.ID), f, prefix+"delivery_rejected.json")
 	waitFor(t, func() bool { return len(f.store.Writes()) == 1 })
+	if err := ftemporal.NewControl(c, nil).Reenable(ctx, f.webhook.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
 	rate := 1.0
 	if _, err := f.store.UpdateWebhook(ctx, f.webhook.FarmID, f.webhook.ID, furrow.WebhookPatch{SetMaxPerSecond: true, MaxPerSecond: &rate}); err != nil {
 		t.Fatal(err)
 	}
 	f.webhook = f.store.webhook(f.webhook.ID)
 	run(ctx, t, c, workflows.RedeliveryWorkflowID(f.webhook.ID, f.event.ID, "1"), f, prefix+"delivery_retried.json")
-	waitFor(t, func() bool { return len(f.store.Writes()) == 2 })
+	if n := len(f.store.lifecycleEvents(f.webhook.FarmID)); n != 2 {
+		t.Fatalf("%d lifecycle events recorded, want webhook.disabled and webhook.enabled", n)
+	}
 	export(ctx, t, c, workflows.WebhookWorkflowID(f.webhook.ID), prefix+"webhook.json")
 }
 

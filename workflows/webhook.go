@@ -17,6 +17,14 @@ import (
 // each signal adds at most an activity to it.
 const maxSignalsPerRun = 500
 
+// lifecycleChange versions how a change of the enabled flag is written.
+// Before it, SetWebhookState wrote it like any change of the counter; since,
+// TransitionWebhook writes it with its transition number and stores the
+// webhook.disabled or webhook.enabled event in the same transaction.
+// Histories recorded before replay the old way; a workflow that ran then
+// takes the new way at its next change.
+const lifecycleChange = "lifecycle-events"
+
 // WebhookInput is the input of the per-webhook workflow. State is nil on a
 // first start (the workflow then reads it from the store) and carried over
 // by continue-as-new.
@@ -56,8 +64,10 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		w.next = w.afterChain(r, workflow.Now(ctx))
 	})
 	sel.AddReceive(reenable, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
-		w.next = w.afterReenable(workflow.Now(ctx))
+		// Any payload decodes into an any; only the API's says who it is.
+		var by any
+		c.Receive(ctx, &by)
+		w.next = w.afterReenable(reenabledBy(by), workflow.Now(ctx))
 	})
 	for handled := 1; ; handled++ {
 		sel.Select(ctx)
@@ -78,10 +88,13 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	return workflow.NewContinueAsNewError(ctx, Webhook, WebhookInput{WebhookID: in.WebhookID, State: &w.state})
 }
 
-// webhookRun is the state of one run: state as written, next as wanted.
+// webhookRun is the state of one run: state as written, next as wanted,
+// and change, what the lifecycle event of next says when next changes the
+// enabled flag.
 type webhookRun struct {
-	state WebhookState
-	next  WebhookState
+	state  WebhookState
+	next   WebhookState
+	change furrow.WebhookTransition
 }
 
 // afterChain is the state after the chain report r, received at now.
@@ -98,30 +111,56 @@ func (w *webhookRun) afterChain(r furrow.ChainReport, now time.Time) WebhookStat
 	if s.Failures >= furrow.MaxFailedChains {
 		if s.Enabled {
 			s.LastChange += fmt.Sprintf("; disabled after %d consecutive failed chains", s.Failures)
+			w.change = furrow.WebhookTransition{AtMs: furrow.Millis(now), LastStatusCode: r.StatusCode, LastError: r.Error}
 		}
 		s.Enabled = false
 	}
 	return s
 }
 
-// afterReenable is the state after SignalReenable, received at now.
-func (w *webhookRun) afterReenable(now time.Time) WebhookState {
+// afterReenable is the state after SignalReenable sent by by
+// (furrow.EnabledByAPI or EnabledBySignal), received at now.
+func (w *webhookRun) afterReenable(by string, now time.Time) WebhookState {
 	s := w.state
 	s.Enabled, s.Failures = true, 0
 	s.ChangedAt, s.LastChange = &now, "re-enabled by the reenable signal; the count restarts"
+	if by == furrow.EnabledByAPI {
+		s.LastChange = "re-enabled by the API; the count restarts"
+	}
+	w.change = furrow.WebhookTransition{AtMs: furrow.Millis(now), By: by}
 	return s
 }
 
+// reenabledBy tells who sent SignalReenable from its payload: the API sends
+// ReenableByAPI; support sends none (or anything else).
+func reenabledBy(payload any) string {
+	if payload == ReenableByAPI {
+		return furrow.EnabledByAPI
+	}
+	return furrow.EnabledBySignal
+}
+
 // write stores w.next when its enabled flag or counter differs from what
-// is stored; what only the report texts change is not a change.
+// is stored; what only the report texts change is not a change. A change
+// of the enabled flag is a transition: it is written with the next
+// transition number, with its lifecycle event.
 func (w *webhookRun) write(ctx workflow.Context) error {
 	if w.next.Enabled == w.state.Enabled && w.next.Failures == w.state.Failures {
 		return nil
 	}
 	var a *activities.Activities
 	var got activities.SetWebhookStateResult
-	set := activities.SetWebhookStateInput{WebhookID: w.next.WebhookID, Enabled: w.next.Enabled, Failures: w.next.Failures}
-	if err := workflow.ExecuteActivity(ctx, a.SetWebhookState, set).Get(ctx, &got); err != nil {
+	var call workflow.Future
+	if w.next.Enabled != w.state.Enabled && workflow.GetVersion(ctx, lifecycleChange, workflow.DefaultVersion, 1) >= 1 {
+		t := w.change
+		t.WebhookID, t.Seq, t.Enabled, t.Failures = w.next.WebhookID, w.state.Seq+1, w.next.Enabled, w.next.Failures
+		w.next.Seq = t.Seq
+		call = workflow.ExecuteActivity(ctx, a.TransitionWebhook, t)
+	} else {
+		set := activities.SetWebhookStateInput{WebhookID: w.next.WebhookID, Enabled: w.next.Enabled, Failures: w.next.Failures}
+		call = workflow.ExecuteActivity(ctx, a.SetWebhookState, set)
+	}
+	if err := call.Get(ctx, &got); err != nil {
 		return err
 	}
 	w.state = w.next
@@ -157,5 +196,5 @@ func initialState(ctx workflow.Context, in WebhookInput) (WebhookState, error) {
 	var a *activities.Activities
 	var got activities.LoadWebhookStateResult
 	err := workflow.ExecuteActivity(ctx, a.LoadWebhookState, in.WebhookID).Get(ctx, &got)
-	return WebhookState{WebhookID: in.WebhookID, Enabled: got.Enabled, Failures: got.Failures, Gone: got.Gone}, err
+	return WebhookState{WebhookID: in.WebhookID, Enabled: got.Enabled, Failures: got.Failures, Seq: got.Seq, Gone: got.Gone}, err
 }

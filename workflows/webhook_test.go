@@ -16,10 +16,14 @@ import (
 )
 
 // signal is one signal sent to the webhook workflow: a chain report, or a
-// reenable when reenable is set.
+// reenable when reenable is set (with the API's payload when api is set,
+// without one, as support sends it, otherwise). A failed chain's last
+// attempt was answered status.
 type signal struct {
 	failed   bool
 	reenable bool
+	api      bool
+	status   int
 }
 
 // runWebhook runs the webhook workflow of f, sends signals one minute
@@ -28,14 +32,28 @@ type signal struct {
 func runWebhook(t *testing.T, f *fixture, in workflows.WebhookInput, signals []signal) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	env := newEnv()
-	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
+	return runWebhookWith(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)}, f, in, signals)
+}
+
+// runWebhookWith is runWebhook in env with the activities acts.
+func runWebhookWith(env *testsuite.TestWorkflowEnvironment, acts *activities.Activities, f *fixture, in workflows.WebhookInput, signals []signal) *testsuite.TestWorkflowEnvironment {
+	ftemporal.Register(env, acts)
+	return signalWebhook(env, f, in, signals)
+}
+
+// signalWebhook runs the webhook workflow, registered in env, as runWebhook
+// does.
+func signalWebhook(env *testsuite.TestWorkflowEnvironment, f *fixture, in workflows.WebhookInput, signals []signal) *testsuite.TestWorkflowEnvironment {
 	for i, sig := range signals {
 		env.RegisterDelayedCallback(func() {
-			if sig.reenable {
+			switch {
+			case sig.reenable && sig.api:
+				env.SignalWorkflow(workflows.SignalReenable, workflows.ReenableByAPI)
+			case sig.reenable:
 				env.SignalWorkflow(workflows.SignalReenable, nil)
-				return
+			default:
+				env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: sig.failed, StatusCode: sig.status})
 			}
-			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: sig.failed})
 		}, time.Duration(i+1)*time.Minute)
 	}
 	env.ExecuteWorkflow(workflows.WebhookWorkflowName, in)

@@ -94,7 +94,7 @@ func adminSeal(ctx context.Context, cfg Config, args []string, stdout io.Writer,
 	}
 	defer db.Close()
 	rep, err := db.SealSecrets(ctx, store.SealOptions{Reseal: reseal, BatchSize: *batch, Progress: func(r store.SealReport) {
-		log.Info(name+" progress", "key_id", r.KeyID, "sealed", r.Sealed, "resealed", r.Resealed, "batches", r.Batches)
+		log.Info(name+" progress", "key_id", r.KeyID, "sealed", r.Sealed, "resealed", r.Resealed, "cleared", r.Cleared, "batches", r.Batches)
 	}})
 	sum := sealSummary{SealReport: rep}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

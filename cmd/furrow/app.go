@@ -24,6 +24,11 @@ import (
 	"github.com/furrowhq/furrow/temporal"
 )
 
+// liveRedisPrefix starts the Redis channels of the live bus, shared by the
+// serves (which publish readings and hold the sockets) and the workers
+// (which publish the events they store).
+const liveRedisPrefix = "furrow:live:"
+
 // server is the API and the outbox dispatcher, wired from concrete types.
 type server struct {
 	cfg        Config
@@ -66,7 +71,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		failOpens, limiter = failOpen.Failures, failOpen
 		testLimiter = ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, furrow.TestDeliveryLimit, furrow.TestDeliveryWindow, "furrow:rltest:"),
 			ratelimit.FailOpenOptions{Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log})
-		s.bus = live.NewRedisBus(s.redis, "furrow:live:", log)
+		s.bus = live.NewRedisBus(s.redis, liveRedisPrefix, log)
 	} else {
 		log.Warn("FURROW_REDIS_URL is not set: the rate limiter and the live bus run in-process; run a single instance only")
 		limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, furrow.SystemClock{})
@@ -89,8 +94,8 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		RequestTimeout:       cfg.Bounds.Request,
 	}, api.Deps{
 		Users: db, Farms: db, Devices: db, Readings: obs.tracing.Readings(db), Events: db, Webhooks: db,
-		Limiter: m.Limiter(limiter), TestLimiter: testLimiter, Publisher: s.bus, Waker: s.dispatcher, Delivery: control,
-		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log,
+		Limiter: m.Limiter(limiter), TestLimiter: testLimiter, Publisher: s.bus, EventPublisher: s.bus, Waker: s.dispatcher, Delivery: control,
+		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log, Metrics: m,
 		Live: s.live, LivePage: live.PageHandler(),
 	})
 	b := cfg.Bounds

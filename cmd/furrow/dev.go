@@ -48,7 +48,7 @@ func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	w, err := newWorker(cfg, obs, log, tc, s.db)
+	w, err := newWorker(cfg, obs, log, tc, s.db, s.bus)
 	if err != nil {
 		s.close()
 		return err

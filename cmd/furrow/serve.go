@@ -31,7 +31,7 @@ func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Log
 	if err != nil {
 		return err
 	}
-	build, err := workerBuilder(cfg, obs, log, tc, s.db, true)
+	build, err := workerBuilder(cfg, obs, log, tc, s.db, s.bus, true)
 	if err != nil {
 		s.close()
 		return err

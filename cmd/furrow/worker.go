@@ -13,6 +13,7 @@ import (
 	"github.com/furrowhq/furrow/api"
 	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/internal/redisclient"
+	"github.com/furrowhq/furrow/live"
 	"github.com/furrowhq/furrow/safehttp"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/temporal"
@@ -40,7 +41,12 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	go warnPoolBudget(ctx, db, log)
 	watchSecrets(obs.metrics, db, log)
 	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
-	w, err := newWorker(cfg, obs, log, tc, db)
+	events, closeBus, err := workerBus(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	w, err := newWorker(cfg, obs, log, tc, db, events)
 	if err != nil {
 		return err
 	}
@@ -51,6 +57,23 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	<-ctx.Done()
 	w.Stop()
 	return nil
+}
+
+// workerBus returns the live bus the worker publishes the events it stores
+// on (webhook lifecycle, device.offline), and its closer: the Redis bus when
+// FURROW_REDIS_URL is set; without Redis no socket can reach this process,
+// so nothing is published.
+func workerBus(cfg Config, log *slog.Logger) (furrow.EventPublisher, func(), error) {
+	if cfg.RedisURL == "" {
+		log.Info("FURROW_REDIS_URL is not set: events stored by this worker are not published on the live bus")
+		return nil, func() {}, nil
+	}
+	rc, err := redisclient.Open(cfg.RedisURL, redisOptions(cfg))
+	if err != nil {
+		return nil, nil, fmt.Errorf("FURROW_REDIS_URL: %w", err)
+	}
+	bus := live.NewRedisBus(rc, liveRedisPrefix, log)
+	return bus, func() { _ = bus.Close(); _ = rc.Close() }, nil
 }
 
 // startWorker starts w and makes sure the maintenance schedules exist with
@@ -68,9 +91,10 @@ func startWorker(ctx context.Context, cfg Config, tc client.Client, w worker.Wor
 	return nil
 }
 
-// newWorker builds a worker running every workflow and activity.
-func newWorker(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB) (worker.Worker, error) {
-	build, err := workerBuilder(cfg, obs, log, tc, db, false)
+// newWorker builds a worker running every workflow and activity; events,
+// which may be nil, publishes the events its activities store.
+func newWorker(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher) (worker.Worker, error) {
+	build, err := workerBuilder(cfg, obs, log, tc, db, events, false)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +104,8 @@ func newWorker(cfg Config, obs *observability, log *slog.Logger, tc client.Clien
 // workerBuilder returns a function building workers of the activities
 // newActivities wires; localOnly leaves regular activities (retries,
 // maintenance) to other workers.
-func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, localOnly bool) (func() worker.Worker, error) {
-	acts, err := newActivities(cfg, obs, log, tc, db)
+func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher, localOnly bool) (func() worker.Worker, error) {
+	acts, err := newActivities(cfg, obs, log, tc, db, events)
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +114,8 @@ func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.C
 }
 
 // newActivities wires the activities to the store, the guarded webhook
-// HTTP client, the chain reporter and the metrics.
-func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB) (*activities.Activities, error) {
+// HTTP client, the chain reporter, the live bus and the metrics.
+func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher) (*activities.Activities, error) {
 	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile})
 	if err != nil {
 		return nil, fmt.Errorf("webhook HTTP client: %w", err)
@@ -102,7 +126,7 @@ func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.C
 	}
 	return &activities.Activities{
 		Webhooks: db, Events: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
-		Reporter: temporal.NewReporter(tc), Metrics: obs.metrics, Pacer: pacer,
+		Reporter: temporal.NewReporter(tc), Live: events, Metrics: obs.metrics, Pacer: pacer,
 	}, nil
 }
 

@@ -12,7 +12,11 @@ It verifies either signature of a delivery over the raw body bytes:
 rejects timestamps more than 5 minutes from now, acknowledges at once with
 204, and drops events it has seen (deliveries are at-least-once).
 
+WEBHOOK_SECRET holds one secret, or several separated by commas while a
+secret is rotated: a delivery signed with any of them is accepted.
+
     WEBHOOK_SECRET=whsec_... python3 receiver.py --port 9000
+    WEBHOOK_SECRET=whsec_new...,whsec_old... python3 receiver.py --port 9000
     python3 receiver.py --check-vectors ../../webhook/testdata/signature-vectors.json
 """
 
@@ -49,10 +53,15 @@ def _check_age(signed_ms, now_ms):
         raise Rejected("too_old")
 
 
-def verify_service_signature(secret, header, body, now_ms):
-    """Checks X-Service-Signature; raises Rejected with the verdict."""
-    if not secret:
+def _check_secrets(secrets):
+    if not secrets or not all(secrets):
         raise ValueError("empty secret")
+
+
+def verify_service_signature(secrets, header, body, now_ms):
+    """Checks X-Service-Signature against a list of secrets (any one may
+    have signed); raises Rejected with the verdict."""
+    _check_secrets(secrets)
     if header is None or not header.strip():
         raise Rejected("missing")
     if len(header) > MAX_HEADER:
@@ -80,10 +89,11 @@ def verify_service_signature(secret, header, body, now_ms):
             v1.append(raw)
     if t is None or not v1:
         raise Rejected("malformed")
-    expected = hmac.new(secret.encode("utf-8"), t.encode("ascii") + b"." + body, hashlib.sha256).digest()
     matched = False
-    for got in v1:  # compare every value, in constant time
-        matched |= hmac.compare_digest(expected, got)
+    for secret in secrets:
+        expected = hmac.new(secret.encode("utf-8"), t.encode("ascii") + b"." + body, hashlib.sha256).digest()
+        for got in v1:  # compare every value, in constant time
+            matched |= hmac.compare_digest(expected, got)
     if not matched:
         raise Rejected("mismatch")
     _check_age(int(t), now_ms)
@@ -99,10 +109,10 @@ def standard_key(secret):
     return key or secret.encode("utf-8")
 
 
-def verify_standard_signature(secret, headers, body, now_ms):
-    """Checks the Standard Webhooks headers; raises Rejected with the verdict."""
-    if not secret:
-        raise ValueError("empty secret")
+def verify_standard_signature(secrets, headers, body, now_ms):
+    """Checks the Standard Webhooks headers against a list of secrets (any
+    one may have signed); raises Rejected with the verdict."""
+    _check_secrets(secrets)
     msg_id = headers.get("webhook-id")
     ts = headers.get("webhook-timestamp")
     sigs = headers.get("webhook-signature")
@@ -112,7 +122,7 @@ def verify_standard_signature(secret, headers, body, now_ms):
         raise Rejected("malformed")
     seconds = _digits(ts, "webhook-timestamp")
     signed = msg_id.encode("utf-8") + b"." + str(seconds).encode("ascii") + b"." + body
-    expected = hmac.new(standard_key(secret), signed, hashlib.sha256).digest()
+    expected = [hmac.new(standard_key(secret), signed, hashlib.sha256).digest() for secret in secrets]
     matched = False
     for candidate in sigs.split(" "):
         version, sep, value = candidate.partition(",")
@@ -122,7 +132,8 @@ def verify_standard_signature(secret, headers, body, now_ms):
             got = base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
             continue
-        matched |= hmac.compare_digest(expected, got)
+        for want in expected:
+            matched |= hmac.compare_digest(want, got)
     if not matched:
         raise Rejected("mismatch")
     _check_age(seconds * 1000, now_ms)
@@ -148,10 +159,10 @@ def check_vectors(path):
         if body != case["body"].encode("utf-8"):
             wrong.append("%s: body_base64 is not the body" % case["name"])
         headers = {k.lower(): v for k, v in case["headers"].items()}
-        secret, now = case["secret"], case["now_ms"]
+        secrets, now = case.get("secrets") or [case["secret"]], case["now_ms"]
         got = {
-            "X-Service-Signature": verdict(lambda: verify_service_signature(secret, headers.get("x-service-signature"), body, now)),
-            "webhook-signature": verdict(lambda: verify_standard_signature(secret, headers, body, now)),
+            "X-Service-Signature": verdict(lambda: verify_service_signature(secrets, headers.get("x-service-signature"), body, now)),
+            "webhook-signature": verdict(lambda: verify_standard_signature(secrets, headers, body, now)),
         }
         for scheme, want in case["expect"].items():
             if got[scheme] != want:
@@ -163,7 +174,7 @@ def check_vectors(path):
 class Handler(http.server.BaseHTTPRequestHandler):
     """Verifies, deduplicates and acknowledges one delivery per request."""
 
-    secret = ""
+    secrets = []
     seen = collections.OrderedDict()
 
     def do_POST(self):
@@ -176,9 +187,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         now = int(time.time() * 1000)
         try:
             if "webhook-signature" in headers:
-                verify_standard_signature(self.secret, headers, body, now)
+                verify_standard_signature(self.secrets, headers, body, now)
             else:
-                verify_service_signature(self.secret, headers.get("x-service-signature"), body, now)
+                verify_service_signature(self.secrets, headers.get("x-service-signature"), body, now)
         except Rejected as r:
             # Furrow does not retry a 4xx: a bad signature stays refused.
             self._answer(401 if str(r) in ("mismatch", "too_old") else 400, str(r))
@@ -217,9 +228,9 @@ def main():
             sys.exit(1)
         print("all cases agree")
         return
-    Handler.secret = os.environ.get("WEBHOOK_SECRET", "")
-    if not Handler.secret:
-        sys.exit("set WEBHOOK_SECRET to the webhook's signing secret")
+    Handler.secrets = [s.strip() for s in os.environ.get("WEBHOOK_SECRET", "").split(",") if s.strip()]
+    if not Handler.secrets:
+        sys.exit("set WEBHOOK_SECRET to the webhook's signing secret (several separated by commas while rotating)")
     server = http.server.ThreadingHTTPServer(("", args.port), Handler)
     print("listening on :%d" % args.port, flush=True)
     server.serve_forever()

@@ -5,6 +5,7 @@
 // do its slow work.
 //
 //	WEBHOOK_SECRET=whsec_... go run ./examples/receiver -addr :9000
+//	WEBHOOK_SECRET=whsec_new...,whsec_old... go run ./examples/receiver   # while rotating
 //	WEBHOOK_SECRET=whsec_... go run ./examples/receiver -self-signed /tmp/receiver-ca.pem
 package main
 
@@ -19,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,7 +30,7 @@ import (
 type config struct {
 	addr       string
 	path       string
-	secret     string
+	secrets    []string
 	certFile   string
 	keyFile    string
 	selfSigned string
@@ -51,18 +53,20 @@ func main() {
 
 func parseFlags(args []string, envSecret string) (config, error) {
 	var c config
+	var secrets string
 	fs := flag.NewFlagSet("receiver", flag.ContinueOnError)
 	fs.StringVar(&c.addr, "addr", ":9000", "listen address")
 	fs.StringVar(&c.path, "path", "/webhooks/furrow", "path that receives deliveries")
-	fs.StringVar(&c.secret, "secret", envSecret, "webhook signing secret (default $WEBHOOK_SECRET; prefer the variable, flags show in ps)")
+	fs.StringVar(&secrets, "secret", envSecret, "webhook signing secret, or several separated by commas while it is rotated (default $WEBHOOK_SECRET; prefer the variable, flags show in ps)")
 	fs.StringVar(&c.certFile, "cert", "", "TLS certificate file; with -key serves HTTPS")
 	fs.StringVar(&c.keyFile, "key", "", "TLS key file")
 	fs.StringVar(&c.selfSigned, "self-signed", "", "serve HTTPS with a fresh self-signed certificate for localhost, written to this PEM file for FURROW_WEBHOOK_CA_FILE")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.secrets = splitSecrets(secrets)
 	switch {
-	case c.secret == "":
+	case len(c.secrets) == 0:
 		return c, errors.New("receiver: set WEBHOOK_SECRET (or -secret) to the webhook's signing secret")
 	case (c.certFile == "") != (c.keyFile == ""):
 		return c, errors.New("receiver: -cert and -key go together")
@@ -73,7 +77,7 @@ func parseFlags(args []string, envSecret string) (config, error) {
 }
 
 func run(ctx context.Context, cfg config, out io.Writer, log *slog.Logger) error {
-	rc := newReceiver(cfg.secret, log)
+	rc := newReceiver(cfg.secrets, log)
 	go rc.work(out)
 	defer rc.stop()
 
@@ -101,6 +105,18 @@ func run(ctx context.Context, cfg config, out io.Writer, log *slog.Logger) error
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
+}
+
+// splitSecrets reads a comma-separated list of secrets, blanks ignored.
+// Secrets never hold a comma: they are whsec_ and base64.
+func splitSecrets(list string) []string {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // selfSigned makes a certificate for localhost, 127.0.0.1 and ::1, valid

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +39,7 @@ func post(t *testing.T, h http.Handler, secretUsed string, body []byte) int {
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestReceiverAcknowledgesDedupesAndPrints(t *testing.T) {
-	rc := newReceiver(secret, quietLog())
+	rc := newReceiver([]string{secret}, quietLog())
 	var out bytes.Buffer
 	go rc.work(&out)
 
@@ -66,7 +68,7 @@ func TestReceiverAcknowledgesDedupesAndPrints(t *testing.T) {
 }
 
 func TestReceiverFullQueueAsksForRetry(t *testing.T) {
-	rc := newReceiver(secret, quietLog())
+	rc := newReceiver([]string{secret}, quietLog())
 	for i := 0; i < queueSize; i++ {
 		rc.queue <- webhook.Event{}
 	}
@@ -105,8 +107,31 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal("-cert with -self-signed accepted")
 	}
 	c, err := parseFlags([]string{"-addr", ":9100"}, secret)
-	if err != nil || c.addr != ":9100" || c.secret != secret || c.path != "/webhooks/furrow" {
+	if err != nil || c.addr != ":9100" || !slices.Equal(c.secrets, []string{secret}) || c.path != "/webhooks/furrow" {
 		t.Fatalf("parseFlags = %+v, %v", c, err)
+	}
+	if c, err = parseFlags(nil, " whsec_new, whsec_old ,"); err != nil || !slices.Equal(c.secrets, []string{"whsec_new", "whsec_old"}) {
+		t.Fatalf("two secrets: %+v, %v", c.secrets, err)
+	}
+	if _, err := parseFlags(nil, " , "); err == nil {
+		t.Fatal("a list of blanks accepted")
+	}
+}
+
+// TestReceiverDuringRotation: holding the new and the previous secret, the
+// receiver accepts deliveries signed with either and refuses others.
+func TestReceiverDuringRotation(t *testing.T) {
+	const next = "whsec_example_receiver_next"
+	rc := newReceiver([]string{next, secret}, quietLog())
+	go rc.work(io.Discard)
+	defer rc.stop()
+	for i, c := range []struct {
+		signer string
+		want   int
+	}{{secret, http.StatusNoContent}, {next, http.StatusNoContent}, {"whsec_other", http.StatusUnauthorized}} {
+		if code := post(t, rc, c.signer, event("evt_rotation_"+strconv.Itoa(i))); code != c.want {
+			t.Errorf("signed with %s: %d, want %d", c.signer, code, c.want)
+		}
 	}
 }
 
@@ -119,7 +144,7 @@ func TestSelfSignedTrustedThroughCAFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := newReceiver(secret, quietLog())
+	rc := newReceiver([]string{secret}, quietLog())
 	var out bytes.Buffer
 	go rc.work(&out)
 	srv := httptest.NewUnstartedServer(rc)

@@ -16,7 +16,7 @@ const queueSize = 1024
 
 // receiver verifies, deduplicates and queues deliveries.
 type receiver struct {
-	secret   string
+	secrets  []string
 	verifier webhook.Verifier
 	seen     *seenSet
 	queue    chan webhook.Event
@@ -24,13 +24,15 @@ type receiver struct {
 	log      *slog.Logger
 }
 
-func newReceiver(secret string, log *slog.Logger) *receiver {
+// newReceiver accepts deliveries signed with any of secrets: one, or the
+// new and the previous while the webhook's secret is rotated.
+func newReceiver(secrets []string, log *slog.Logger) *receiver {
 	return &receiver{
-		secret: secret,
-		seen:   newSeenSet(100_000),
-		queue:  make(chan webhook.Event, queueSize),
-		done:   make(chan struct{}),
-		log:    log,
+		secrets: secrets,
+		seen:    newSeenSet(100_000),
+		queue:   make(chan webhook.Event, queueSize),
+		done:    make(chan struct{}),
+		log:     log,
 	}
 }
 
@@ -39,7 +41,7 @@ func newReceiver(secret string, log *slog.Logger) *receiver {
 // verification, and 503 when the queue is full so that Furrow retries later.
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	delivery := r.Header.Get(webhook.DeliveryHeader)
-	body, err := rc.verifier.VerifyRequest(r, rc.secret)
+	body, err := rc.verifier.VerifyRequestAny(r, rc.secrets)
 	if err != nil {
 		rc.log.Warn("rejected delivery", "delivery", delivery, "err", err)
 		http.Error(w, err.Error(), webhook.Status(err))

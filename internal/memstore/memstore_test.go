@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -106,7 +107,7 @@ func TestRecorderSeesCallsResultsAndDeadlines(t *testing.T) {
 	if len(calls) != 2 || !calls[0].Deadline || calls[1].Deadline || calls[0].Err != nil || calls[1].Err == nil {
 		t.Fatalf("AddAttempt calls = %+v", calls)
 	}
-	if got := rec.Attempts(); len(got) != 1 || got[0] != a {
+	if got := rec.Attempts(); len(got) != 1 || !reflect.DeepEqual(got[0], a) {
 		t.Fatalf("Attempts = %+v, want the one stored", got)
 	}
 	last, ok := rec.Last("CreateDevice")

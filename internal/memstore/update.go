@@ -25,7 +25,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, farmID, id uuid.UUID, p furro
 		if p.SetMaxPerSecond {
 			w.MaxPerSecond = copyRate(p.MaxPerSecond)
 		}
-		return w.copied(), nil
+		return w.copied(s.nowMs()), nil
 	})
 }
 

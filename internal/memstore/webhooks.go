@@ -14,9 +14,13 @@ import (
 // webhook is a stored webhook.
 type webhook struct{ furrow.Webhook }
 
-// copied returns the webhook with its own copy of the event types; none is
-// an empty list, as the store reads it.
-func (w *webhook) copied() furrow.Webhook {
+// copied returns the webhook with its own copy of the event types (none is
+// an empty list, as the store reads it), without a previous secret whose
+// overlap has ended at nowMs, which it clears, as the store does.
+func (w *webhook) copied(nowMs int64) furrow.Webhook {
+	if w.PreviousSecret != "" && w.PreviousSecretUntilMs <= nowMs {
+		w.PreviousSecret, w.PreviousSecretUntilMs = "", 0
+	}
 	out := w.Webhook
 	out.EventTypes = append([]string{}, w.EventTypes...)
 	out.MaxPerSecond = copyRate(w.MaxPerSecond)
@@ -41,11 +45,13 @@ func (s *Store) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Web
 		if _, ok := s.farms[w.FarmID]; !ok {
 			return furrow.Webhook{}, notFound("farm")
 		}
+		w.SecretVersion, w.PreviousSecret, w.PreviousSecretUntilMs = 1, "", 0
 		stored := &webhook{w}
 		stored.EventTypes = slices.Clone(w.EventTypes)
+		stored.StateSeq, stored.StateChangedAtMs, stored.StateCause = 0, 0, "" // no transition yet
 		stored.MaxPerSecond = copyRate(w.MaxPerSecond)
 		s.webhooks = append(s.webhooks, stored)
-		return stored.copied(), nil
+		return stored.copied(s.nowMs()), nil
 	})
 }
 
@@ -65,7 +71,7 @@ func (s *Store) Webhook(ctx context.Context, farmID, id uuid.UUID) (furrow.Webho
 		if w == nil || w.FarmID != farmID {
 			return furrow.Webhook{}, notFound("webhook")
 		}
-		return w.copied(), nil
+		return w.copied(s.nowMs()), nil
 	})
 }
 
@@ -76,7 +82,7 @@ func (s *Store) WebhookByID(ctx context.Context, id uuid.UUID) (furrow.Webhook, 
 		if w == nil {
 			return furrow.Webhook{}, notFound("webhook")
 		}
-		return w.copied(), nil
+		return w.copied(s.nowMs()), nil
 	})
 }
 
@@ -86,7 +92,7 @@ func (s *Store) Webhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhoo
 		var out []furrow.Webhook
 		for _, w := range s.webhooks {
 			if w.FarmID == farmID {
-				out = append(out, w.copied())
+				out = append(out, w.copied(s.nowMs()))
 			}
 		}
 		return out, nil
@@ -104,6 +110,23 @@ func (s *Store) DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error {
 		return nil, nil
 	})
 	return err
+}
+
+// RotateWebhookSecret implements furrow.WebhookService.
+func (s *Store) RotateWebhookSecret(ctx context.Context, farmID, id uuid.UUID, secret string, overlap time.Duration) (furrow.Webhook, error) {
+	return do(ctx, s, "RotateWebhookSecret", []any{farmID, id, secret, overlap}, func() (furrow.Webhook, error) {
+		w := s.webhook(id)
+		if w == nil || w.FarmID != farmID {
+			return furrow.Webhook{}, notFound("webhook")
+		}
+		w.PreviousSecret, w.PreviousSecretUntilMs = "", 0
+		if overlap > 0 {
+			w.PreviousSecret, w.PreviousSecretUntilMs = w.Secret, s.nowMs()+overlap.Milliseconds()
+		}
+		w.Secret = secret
+		w.SecretVersion++
+		return w.copied(s.nowMs()), nil
+	})
 }
 
 // SetWebhookState implements furrow.WebhookService.
@@ -132,6 +155,7 @@ func (s *Store) AddAttempt(ctx context.Context, a furrow.Attempt) error {
 		if a.DeliveryID == uuid.Nil {
 			a.DeliveryID = uuid.New()
 		}
+		a.SignedWith = append([]int{}, a.SignedWith...)
 		if slices.ContainsFunc(s.attempts, func(o attempt) bool {
 			return o.DeliveryID == a.DeliveryID && o.WebhookID == a.WebhookID && o.AtMs == a.AtMs
 		}) {

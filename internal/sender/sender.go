@@ -24,6 +24,11 @@ type Delivery struct {
 	URL string
 	// Secret is the webhook's signing secret.
 	Secret string
+	// Previous is, while a rotation's overlap lasts, the secret Secret
+	// replaced; "" otherwise. It then alone signs X-Service-Signature, so
+	// receivers that know only it keep verifying, and webhook-signature
+	// carries both signatures, Secret's first.
+	Previous string
 	// EventID is the event's evt_<uuid> id, the same on every attempt.
 	EventID string
 	// DeliveryID is unique to the attempt.
@@ -41,12 +46,26 @@ func (d Delivery) Header() http.Header {
 	h := make(http.Header, 7)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", UserAgent)
-	h.Set(webhook.SignatureHeader, webhook.Sign(d.Secret, d.At, d.Body))
+	h.Set(webhook.SignatureHeader, webhook.Sign(d.serviceSigner(), d.At, d.Body))
 	h.Set(webhook.DeliveryHeader, d.DeliveryID)
 	h.Set(webhook.IDHeader, d.EventID)
 	h.Set(webhook.TimestampHeader, strconv.FormatInt(d.At.Unix(), 10))
-	h.Set(webhook.StandardSignatureHeader, webhook.SignStandard(d.Secret, d.EventID, d.At, d.Body))
+	std := webhook.SignStandard(d.Secret, d.EventID, d.At, d.Body)
+	if d.Previous != "" {
+		std += " " + webhook.SignStandard(d.Previous, d.EventID, d.At, d.Body)
+	}
+	h.Set(webhook.StandardSignatureHeader, std)
 	return h
+}
+
+// serviceSigner is the secret of X-Service-Signature, which keeps the
+// specification's one t and one v1: the previous secret while there is
+// one.
+func (d Delivery) serviceSigner() string {
+	if d.Previous != "" {
+		return d.Previous
+	}
+	return d.Secret
 }
 
 // Request returns the attempt's POST, bound to ctx. Its only error is a

@@ -2,6 +2,7 @@ package sender
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,14 +28,21 @@ const vectorsPath = "../../webhook/testdata/signature-vectors.json"
 // vector is what these tests read of a case of the vectors file; the
 // receiver's tests read the verdicts.
 type vector struct {
-	Name       string            `json:"name"`
-	Secret     string            `json:"secret"`
+	Name   string `json:"name"`
+	Secret string `json:"secret"`
+	// Secrets, in the cases of a rotation, are every secret the receiver
+	// holds instead of Secret.
+	Secrets    []string          `json:"secrets"`
 	BodyBase64 string            `json:"body_base64"`
 	Headers    map[string]string `json:"headers"`
 	Expect     map[string]string `json:"expect"`
 	Sender     *struct {
 		EventID  string `json:"event_id"`
 		SentAtMs int64  `json:"sent_at_ms"`
+		// Secret and PreviousSecret sign in the cases of a rotation;
+		// otherwise the case's Secret signs.
+		Secret         string `json:"secret"`
+		PreviousSecret string `json:"previous_secret"`
 	} `json:"sender"`
 }
 
@@ -76,13 +84,17 @@ func (v vector) header() http.Header {
 // TestVectorsSender checks that the sender produces exactly the headers of
 // every case that names its event and time.
 func TestVectorsSender(t *testing.T) {
-	n := 0
+	n, overlaps := 0, 0
 	for _, c := range loadVectors(t) {
 		if c.Sender == nil {
 			continue
 		}
 		n++
-		d := Delivery{Secret: c.Secret, EventID: c.Sender.EventID, DeliveryID: "d", At: time.UnixMilli(c.Sender.SentAtMs), Body: c.body(t)}
+		d := Delivery{Secret: cmp.Or(c.Sender.Secret, c.Secret), Previous: c.Sender.PreviousSecret,
+			EventID: c.Sender.EventID, DeliveryID: "d", At: time.UnixMilli(c.Sender.SentAtMs), Body: c.body(t)}
+		if d.Previous != "" {
+			overlaps++
+		}
 		h := d.Header()
 		for _, name := range []string{webhook.SignatureHeader, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader} {
 			if got := h.Get(name); got != c.Headers[name] {
@@ -90,8 +102,8 @@ func TestVectorsSender(t *testing.T) {
 			}
 		}
 	}
-	if n < 3 {
-		t.Fatalf("only %d sender cases", n)
+	if n < 3 || overlaps < 1 {
+		t.Fatalf("only %d sender cases, %d of them during a rotation's overlap", n, overlaps)
 	}
 }
 
@@ -103,11 +115,7 @@ func TestVectorsSender(t *testing.T) {
 func TestVectorsStandardLibrary(t *testing.T) {
 	for _, c := range loadVectors(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			wh, err := standardwebhooks.NewWebhook(c.Secret)
-			if err != nil {
-				t.Fatalf("NewWebhook: %v", err)
-			}
-			err = wh.VerifyIgnoringTimestamp(c.body(t), c.header())
+			err := c.verifyStandardLibrary(t)
 			switch want := c.Expect[webhook.StandardSignatureHeader]; want {
 			case "valid", "too_old":
 				if err != nil {
@@ -126,6 +134,27 @@ func TestVectorsStandardLibrary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// verifyStandardLibrary verifies the case with the library for each
+// secret the receiver holds: nil when one matches, else the last error.
+func (v vector) verifyStandardLibrary(t *testing.T) error {
+	t.Helper()
+	secrets := v.Secrets
+	if len(secrets) == 0 {
+		secrets = []string{v.Secret}
+	}
+	var err error
+	for _, secret := range secrets {
+		wh, nerr := standardwebhooks.NewWebhook(secret)
+		if nerr != nil {
+			t.Fatalf("NewWebhook: %v", nerr)
+		}
+		if err = wh.VerifyIgnoringTimestamp(v.body(t), v.header()); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // TestEnvelopeDecodes checks that the receiver's Event reads every field
@@ -149,9 +178,10 @@ func TestEnvelopeDecodes(t *testing.T) {
 	}
 }
 
-// TestPythonReceiverServes runs the Python example receiver and sends it
-// deliveries signed by the sender: each scheme alone is accepted, a
-// changed body is refused.
+// TestPythonReceiverServes runs the Python example receiver, holding two
+// secrets as while a secret is rotated, and sends it deliveries signed by
+// the sender: each scheme alone is accepted, with either secret and during
+// the overlap; a changed body and another secret are refused.
 func TestPythonReceiverServes(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -164,8 +194,9 @@ func TestPythonReceiverServes(t *testing.T) {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
 	const secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+	next := furrow.NewWebhookSecret()
 	cmd := exec.Command(python, "../../examples/receiver-python/receiver.py", "--port", port)
-	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret)
+	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+next+","+secret)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +204,8 @@ func TestPythonReceiverServes(t *testing.T) {
 	body := []byte(`{"id":"evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70","type":"metric.value","data":{"value":"21.50"}}`)
 	// send posts b with the headers of a delivery of body, so that a
 	// changed b no longer matches its signatures.
-	send := func(b []byte, drop ...string) int {
-		d := Delivery{Secret: secret, EventID: "evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70", DeliveryID: "d", At: time.Now(), Body: body}
+	send := func(d Delivery, b []byte, drop ...string) int {
+		d.EventID, d.DeliveryID, d.At, d.Body = "evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70", "d", time.Now(), body
 		h := d.Header()
 		for _, name := range drop {
 			h.Del(name)
@@ -193,16 +224,22 @@ func TestPythonReceiverServes(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if got := send(body); got != http.StatusNoContent {
-		t.Errorf("both schemes: %d, want 204", got)
+	old, overlap, rotated, other := Delivery{Secret: secret}, Delivery{Secret: next, Previous: secret}, Delivery{Secret: next}, Delivery{Secret: furrow.NewWebhookSecret()}
+	for _, d := range []Delivery{old, overlap, rotated} {
+		if got := send(d, body); got != http.StatusNoContent {
+			t.Errorf("both schemes (previous %t): %d, want 204", d.Previous != "", got)
+		}
+		if got := send(d, body, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader); got != http.StatusNoContent {
+			t.Errorf("X-Service-Signature alone (previous %t): %d, want 204", d.Previous != "", got)
+		}
+		if got := send(d, body, webhook.SignatureHeader); got != http.StatusNoContent {
+			t.Errorf("webhook-signature alone (previous %t): %d, want 204", d.Previous != "", got)
+		}
 	}
-	if got := send(body, webhook.IDHeader, webhook.TimestampHeader, webhook.StandardSignatureHeader); got != http.StatusNoContent {
-		t.Errorf("X-Service-Signature alone: %d, want 204", got)
-	}
-	if got := send(body, webhook.SignatureHeader); got != http.StatusNoContent {
-		t.Errorf("webhook-signature alone: %d, want 204", got)
-	}
-	if got := send(append(body[:len(body):len(body)], ' ')); got != http.StatusUnauthorized {
+	if got := send(old, append(body[:len(body):len(body)], ' ')); got != http.StatusUnauthorized {
 		t.Errorf("changed body: %d, want 401", got)
+	}
+	if got := send(other, body); got != http.StatusUnauthorized {
+		t.Errorf("another secret: %d, want 401", got)
 	}
 }

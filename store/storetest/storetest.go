@@ -86,5 +86,7 @@ func APIServices(t *testing.T, newSubject New) {
 	t.Run("Idempotency", func(t *testing.T) { Idempotency(t, newSubject) })
 	t.Run("EventService", func(t *testing.T) { EventService(t, newSubject) })
 	t.Run("WebhookService", func(t *testing.T) { WebhookService(t, newSubject) })
+	t.Run("SecretRotation", func(t *testing.T) { SecretRotation(t, newSubject) })
+	t.Run("WebhookTransitions", func(t *testing.T) { WebhookTransitions(t, newSubject) })
 	t.Run("WebhookOwnerTools", func(t *testing.T) { WebhookOwnerTools(t, newSubject) })
 }

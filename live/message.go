@@ -1,0 +1,32 @@
+package live
+
+import (
+	"encoding/json"
+
+	"github.com/furrowhq/furrow"
+)
+
+// message is one thing published on the bus: a reading, for its two
+// topics, or a farm event (when event is set), for its farm's events topic.
+type message struct {
+	reading furrow.LiveReading
+	event   *furrow.Event
+}
+
+// topics returns the topics the message goes to.
+func (m message) topics() []Topic {
+	if m.event != nil {
+		return []Topic{EventsTopic(m.event.FarmID)}
+	}
+	t := TopicsOf(m.reading)
+	return t[:]
+}
+
+// encode returns what subscribers receive: the reading's JSON with
+// farm_id, or the event's envelope.
+func (m message) encode() ([]byte, error) {
+	if m.event != nil {
+		return json.Marshal(m.event)
+	}
+	return json.Marshal(m.reading)
+}
