@@ -28,7 +28,11 @@ func (s *server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	s.Metrics.SecretRotated()
 	s.Logger.InfoContext(r.Context(), "webhook secret rotated", "request_id", RequestID(r.Context()),
 		"webhook_id", wh.ID, "secret_version", wh.SecretVersion, "overlap", furrow.Duration(overlap).String())
-	writeJSON(w, http.StatusOK, webhookOut(wh))
+	out, err := s.oneWithHealth(r, wh)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
