@@ -24,6 +24,11 @@ type WebhookHealth struct {
 	// in a row, and whether it is delivered to.
 	ConsecutiveFailures int  `json:"consecutive_failures"`
 	Enabled             bool `json:"enabled"`
+	// StateChangedAtMs and StateCause say when and why Enabled last
+	// changed (the webhook's StateChangedAtMs and StateCause); nil before
+	// the first change.
+	StateChangedAtMs *int64  `json:"state_changed_at_ms"`
+	StateCause       *string `json:"state_cause"`
 }
 
 // HealthFailure is the last attempt that was not answered 2xx: its time,
@@ -52,6 +57,10 @@ func (a AttemptHealth) Health(w Webhook) WebhookHealth {
 		LastDeliveredAtMs: a.LastDeliveredAtMs, LastFailure: a.LastFailure, Attempts24h: a.Attempts,
 		P50DurationMs: a.P50DurationMs, P95DurationMs: a.P95DurationMs,
 		ConsecutiveFailures: w.ConsecutiveFailures, Enabled: w.Enabled,
+	}
+	if w.StateChangedAtMs != 0 {
+		at, cause := w.StateChangedAtMs, w.StateCause
+		h.StateChangedAtMs, h.StateCause = &at, &cause
 	}
 	if a.Attempts > 0 {
 		rate := float64(a.Delivered) / float64(a.Attempts)

@@ -34,12 +34,6 @@ const maxInlineWait = 200 * time.Millisecond
 // that a freed place is taken at once rather than after a timer.
 const maxAdmitWait = time.Second
 
-// slotsAhead gives turns a little faster than the rate, so that a turn
-// that comes late is made up by the next ones: the send-time check alone
-// holds the rate, and a webhook's backlog drains at the rate rather than
-// below it.
-const slotsAhead = 1.2
-
 // maxSpread bounds the random delay added to a wait for Admit, which
 // spreads out attempts that met at the same instant.
 const maxSpread = time.Second
@@ -54,7 +48,7 @@ func (a *Activities) pace(ctx context.Context, in DeliverInput, w furrow.Webhook
 	}
 	rate := *w.MaxPerSecond
 	if !in.Reserved {
-		wait, err := a.Pacer.Reserve(ctx, w.ID, rate*slotsAhead)
+		wait, err := a.Pacer.Reserve(ctx, w.ID, rate)
 		if err != nil {
 			a.logger().WarnContext(ctx, "taking a slot of the webhook's rate failed; sending now", "webhook_id", w.ID, "err", err)
 			return 0
