@@ -305,14 +305,7 @@ func TestMigrationPartitionsPopulatedEvents(t *testing.T) {
 		t.Fatalf("Migrate over a populated events table: %v", err)
 	}
 
-	var kind string
-	var n, afterSum int64
-	if err := conn.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = 'events'::regclass").Scan(&kind); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRow(ctx, "SELECT count(*), sum(seq) FROM events").Scan(&n, &afterSum); err != nil {
-		t.Fatal(err)
-	}
+	kind, n, afterSum := tableShape(ctx, t, conn, "events")
 	if kind != "p" || n != 3000 || afterSum != beforeSum {
 		t.Fatalf("after migration: relkind %q, %d events, seq sum %d; want partitioned, 3000, %d", kind, n, afterSum, beforeSum)
 	}

@@ -73,14 +73,7 @@ func TestMigrationPartitionsPopulatedReadings(t *testing.T) {
 		t.Fatalf("Migrate over a populated readings table: %v", err)
 	}
 
-	var kind string
-	var n, afterSum int64
-	if err := conn.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = 'readings'::regclass").Scan(&kind); err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.QueryRow(ctx, "SELECT count(*), sum(seq) FROM readings").Scan(&n, &afterSum); err != nil {
-		t.Fatal(err)
-	}
+	kind, n, afterSum := tableShape(ctx, t, conn, "readings")
 	if kind != "p" || n != 5000 || afterSum != beforeSum {
 		t.Fatalf("after migration: relkind %q, %d readings, seq sum %d; want partitioned, 5000, %d", kind, n, afterSum, beforeSum)
 	}
@@ -204,4 +197,17 @@ func TestPruneReadingsCreatesAheadAndDropsOnlyExpired(t *testing.T) {
 	if err != nil || len(rs) != 2 || rs[1].Timestamp < start.Add(48*time.Hour).UnixMilli() {
 		t.Fatalf("Readings after prune = %v, %v; want the 2 of 12 and 13 March", rs, err)
 	}
+}
+
+// tableShape returns table's relkind ("p" when partitioned), its row count
+// and the sum of its seq column, which a conversion must keep.
+func tableShape(ctx context.Context, t *testing.T, conn *pgx.Conn, table string) (kind string, n, seqSum int64) {
+	t.Helper()
+	if err := conn.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = $1::regclass", table).Scan(&kind); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*), sum(seq) FROM "+table).Scan(&n, &seqSum); err != nil {
+		t.Fatal(err)
+	}
+	return kind, n, seqSum
 }
