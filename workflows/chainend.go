@@ -24,7 +24,7 @@ const ErrorTypeChainFailed = "ChainFailed"
 // end sets the search attributes of how the chain ended and returns the
 // error that fails the workflow of a failed chain, nil for the others.
 func (c *chain) end(ctx workflow.Context, out DeliveryResult) error {
-	if workflow.GetVersion(ctx, outcomeChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !c.takes(ctx, outcomeChange) {
 		return nil
 	}
 	err := workflow.UpsertTypedSearchAttributes(ctx,

@@ -31,6 +31,15 @@ const attemptsChange = "attempt-per-activity"
 // one up. Histories recorded before never wait.
 const pacingChange = "webhook-rate"
 
+// Revision is the revision of the delivery workflow's code that new starts
+// carry in DeliveryInput.Rev. A workflow started at revision 1 or later
+// takes every change above without asking for its version: each
+// workflow.GetVersion records a marker and upserts the TemporalChangeVersion
+// search attribute, a visibility write of its own, and a delivery that
+// succeeds at once would otherwise make two of them. Workflows started
+// before (Rev 0) still ask, so their histories replay as recorded.
+const Revision = 1
+
 // DeliveryInput is the input of the delivery workflow: ids and the event
 // type only, never the secret or the body.
 type DeliveryInput struct {
@@ -41,6 +50,9 @@ type DeliveryInput struct {
 	// Schedule is the delay after each failed attempt but the last; empty
 	// means furrow.DefaultSchedule.
 	Schedule []furrow.Duration
+	// Rev is the Revision the start was made for; 0 for starts made before
+	// revisions.
+	Rev int `json:",omitempty"`
 }
 
 // DeliveryResult is the result of the delivery workflow. Outcome is
@@ -64,7 +76,7 @@ type DeliveryResult struct {
 // fails the workflow (ErrorTypeChainFailed).
 func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 	c := newChain(in)
-	c.in.Paced = workflow.GetVersion(ctx, pacingChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	c.in.Paced = c.takes(ctx, pacingChange)
 	res, err := c.deliver(ctx)
 	out := DeliveryResult{Outcome: furrow.OutcomeDelivered, Attempts: res.Attempt, StatusCode: res.StatusCode}
 	var appErr *temporal.ApplicationError
@@ -108,6 +120,7 @@ func reported(in DeliveryInput, out DeliveryResult, res activities.DeliverResult
 type chain struct {
 	in       activities.DeliverInput
 	schedule []time.Duration
+	rev      int // DeliveryInput.Rev
 }
 
 func newChain(in DeliveryInput) *chain {
@@ -116,7 +129,14 @@ func newChain(in DeliveryInput) *chain {
 		in: activities.DeliverInput{WebhookID: in.WebhookID, EventID: in.EventID, FirstAttempt: 1, Schedule: furrow.Durations(schedule),
 			Test: furrow.IsTestDelivery(in.EventType)},
 		schedule: schedule,
+		rev:      in.Rev,
 	}
+}
+
+// takes reports whether the chain runs the code of change: always from
+// revision 1 on, else as the workflow's version of it says.
+func (c *chain) takes(ctx workflow.Context, change string) bool {
+	return c.rev >= 1 || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 }
 
 // total is the number of attempts the chain may make.
@@ -138,7 +158,7 @@ func (c *chain) deliver(ctx workflow.Context) (activities.DeliverResult, error) 
 	if err == nil || !activities.Retried(err) || len(c.schedule) == 0 {
 		return res, err
 	}
-	if workflow.GetVersion(ctx, attemptsChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !c.takes(ctx, attemptsChange) {
 		return c.retryInOneActivity(ctx, err)
 	}
 	for attempt := 2; attempt <= c.total(); attempt++ {

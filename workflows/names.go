@@ -143,7 +143,7 @@ func DeliveryStart(id string, w furrow.Webhook, e furrow.Event, schedule []time.
 		StaticSummary:                            deliverySummary(host, e),
 		StaticDetails:                            deliveryDetails(w.ID, host, e, schedule),
 	}
-	in := DeliveryInput{WebhookID: w.ID, EventID: e.ID, FarmID: e.FarmID, EventType: e.Type, Schedule: furrow.Durations(schedule)}
+	in := DeliveryInput{WebhookID: w.ID, EventID: e.ID, FarmID: e.FarmID, EventType: e.Type, Schedule: furrow.Durations(schedule), Rev: Revision}
 	return opts, in
 }
 

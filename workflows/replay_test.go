@@ -34,19 +34,22 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // outcome-search-attributes change, those prefixed
 // "outcome_search_attributes_" after it and before two changes made side by
 // side: the webhook workflow's lifecycle events ("lifecycle_events_",
-// recorded without the webhook rate) and the webhook rate. go test -run
-// TestReplay -update records the current ones (prefix), with both; their
+// recorded without the webhook rate) and the webhook rate
+// ("webhook_rate_", with both, asking for each change's version), then
+// those of deliveries started at Revision 1, which ask for none. go test
+// -run TestReplay -update records the current ones (prefix); their
 // redelivery first waits for the webhook's rate.
 var histories = []string{
 	"delivery_rejected.json", "delivery_retried.json", "webhook.json",
 	"attempt_per_activity_delivery_rejected.json", "attempt_per_activity_delivery_retried.json", "attempt_per_activity_webhook.json",
 	"outcome_search_attributes_delivery_rejected.json", "outcome_search_attributes_delivery_retried.json", "outcome_search_attributes_webhook.json",
 	"lifecycle_events_delivery_rejected.json", "lifecycle_events_delivery_retried.json", "lifecycle_events_webhook.json",
+	"webhook_rate_delivery_rejected.json", "webhook_rate_delivery_retried.json", "webhook_rate_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
 }
 
 // prefix names the histories recorded by the current code.
-const prefix = "webhook_rate_"
+const prefix = "revision_"
 
 // TestReplay replays recorded histories so that a non-deterministic change
 // of a workflow fails here before it fails running workflows.
@@ -157,5 +160,37 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 30s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRevisionAsksNoVersion: the deliveries recorded at Revision 1 hold no
+// version marker and never set TemporalChangeVersion, while those recorded
+// before revisions do: each would cost a delivery a visibility write.
+func TestRevisionAsksNoVersion(t *testing.T) {
+	for file, want := range map[string]bool{
+		prefix + "delivery_rejected.json":     false,
+		prefix + "delivery_retried.json":      false,
+		"webhook_rate_delivery_rejected.json": true,
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h historypb.History
+		if err := protojson.Unmarshal(b, &h); err != nil {
+			t.Fatal(err)
+		}
+		markers, upserts := 0, 0
+		for _, e := range h.Events {
+			if e.GetMarkerRecordedEventAttributes().GetMarkerName() == "Version" {
+				markers++
+			}
+			if _, ok := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()["TemporalChangeVersion"]; ok {
+				upserts++
+			}
+		}
+		if (markers > 0) != want || (upserts > 0) != want {
+			t.Errorf("%s: %d version markers and %d TemporalChangeVersion upserts; want some: %v", file, markers, upserts, want)
+		}
 	}
 }
