@@ -24,6 +24,10 @@
 #                      maxConns of Temporal's default and visibility stores,
 #                      per Temporal service                               [20 / 10]
 #   CLUSTER_FURROW_POOL  connection pool of each serve and worker         [16]
+#   CLUSTER_PPROF=1    serve the Go profiler of each Furrow process on a
+#                      loopback port of its own (FURROW_PPROF_ADDR); `up`
+#                      prints "pprof NAME: ADDRESS" lines, the Temporal
+#                      server's among them
 #
 # Connection budget: `up` refuses to start when PostgreSQL cannot hold every
 # pool at once (a starved pool waits instead of failing, and the topology
@@ -258,6 +262,10 @@ start_process() {
       if [[ ${FURROW_METRICS_ADDR:-} != off ]]; then
         export FURROW_METRICS_ADDR="127.0.0.1:$mport"
       fi
+      if [[ ${CLUSTER_PPROF:-} == 1 ]]; then
+        local pport=${name//-/_}_PPROF_PORT
+        export FURROW_PPROF_ADDR="127.0.0.1:${!pport}"
+      fi
       launch "$name" "$RUN/bin/furrow" "${name%-*}"
     )
     ;;
@@ -340,6 +348,14 @@ print_addresses() {
   echo "temporal: 127.0.0.1:$TEMPORAL_PORT"
   echo "redis: redis://127.0.0.1:$REDIS_PORT/0"
   echo "database: $FURROW_URL"
+  if [[ ${CLUSTER_PPROF:-} == 1 ]]; then
+    local name port
+    echo "pprof temporal: 127.0.0.1:$TEMPORAL_PPROF_PORT"
+    for name in $(names | grep -v 'redis\|temporal'); do
+      port=${name//-/_}_PPROF_PORT
+      echo "pprof $name: 127.0.0.1:${!port}"
+    done
+  fi
 }
 
 up() {
@@ -363,8 +379,8 @@ up() {
     echo "VISIBILITY_URL='postgres://$pgauth@$PGHOST_:$PGPORT_/$VISIBILITY_DB?sslmode=disable'"
     echo "TEMPORAL_PORT=$TEMPORAL_PORT TEMPORAL_PPROF_PORT=$TEMPORAL_PPROF_PORT REDIS_PORT=$REDIS_PORT"
     echo "SERVES=$SERVES WORKERS=$WORKERS"
-    for i in $(seq 1 "$SERVES"); do echo "serve_${i}_PORT=$(free_port) serve_${i}_METRICS_PORT=$(free_port)"; done
-    for i in $(seq 1 "$WORKERS"); do echo "worker_${i}_PORT=$(free_port) worker_${i}_METRICS_PORT=$(free_port)"; done
+    for i in $(seq 1 "$SERVES"); do echo "serve_${i}_PORT=$(free_port) serve_${i}_METRICS_PORT=$(free_port) serve_${i}_PPROF_PORT=$(free_port)"; done
+    for i in $(seq 1 "$WORKERS"); do echo "worker_${i}_PORT=$(free_port) worker_${i}_METRICS_PORT=$(free_port) worker_${i}_PPROF_PORT=$(free_port)"; done
   } >"$STATE"
   export -p | grep '^declare -x FURROW_' | sed 's/^declare -x /export /' >"$RUN/furrow.env" || true
   trap 'say "up failed; stopping what started"; down >&2' EXIT

@@ -9,10 +9,12 @@ import (
 )
 
 // cpuGroups names the processes whose CPU a run reports, by command name:
-// every PostgreSQL backend and the Redis server on this machine. The bench
-// process itself (load generator, and the in-process ceiling server) is
-// "bench", and a server under test started or named by pid is "furrow".
-var cpuGroups = map[string]string{"postgres": "postgres", "redis-server": "redis"}
+// every PostgreSQL backend, the Redis server and the Temporal server on
+// this machine. The bench process itself (load generator, and the
+// in-process ceiling server or bare engine's worker) is "bench", and a
+// server under test started or named by pid, or any other process whose
+// command starts with "furrow" (the replicas of a deployment), is "furrow".
+var cpuGroups = map[string]string{"postgres": "postgres", "redis-server": "redis", "temporal-server": "temporal"}
 
 // groupCPU measures the CPU time of process groups between start and stop.
 type groupCPU struct {
@@ -55,11 +57,12 @@ func readGroupCPU(server int) map[string]time.Duration {
 		if open < 0 || end < open {
 			continue
 		}
-		group := cpuGroups[s[open+1:end]]
-		switch pid {
-		case self:
+		name := s[open+1 : end]
+		group := cpuGroups[name]
+		switch {
+		case pid == self:
 			group = "bench"
-		case server:
+		case pid == server || strings.HasPrefix(name, "furrow"):
 			group = "furrow"
 		}
 		if group == "" {

@@ -65,6 +65,12 @@ type DeliveryResult struct {
 	// ServerCPU is the CPU seconds the server used from the start of the
 	// load until the drain ended (when its pid is known).
 	ServerCPU float64 `json:"server_cpu_s,omitempty"`
+	// Cost is what the run cost the machine, load and drain.
+	Cost Cost `json:"cost"`
+	// Load is the machine's load average (1, 5, 15 minutes) when the run
+	// began, and Settings PostgreSQL's settings that bear on the figures.
+	Load     [3]float64        `json:"load_average"`
+	Settings map[string]string `json:"postgres_settings,omitempty"`
 	// Engine is the bare engine's run on the same Temporal just before,
 	// and VsEngine Furrow's figures as its fractions; nil when skipped.
 	Engine   *EngineResult `json:"engine,omitempty"`
@@ -79,6 +85,9 @@ type EngineRatio struct {
 	Rate float64 `json:"rate"`
 	P50  float64 `json:"latency_p50"`
 	P99  float64 `json:"latency_p99"`
+	// CPU is the machine's busy CPU per delivery, Furrow's run over the
+	// engine's: above 1, the share of Furrow's own work.
+	CPU float64 `json:"machine_cpu"`
 }
 
 // vsEngine compares r with e.
@@ -93,6 +102,7 @@ func vsEngine(r DeliveryResult, e EngineResult) *EngineRatio {
 		Rate: div(r.PerSecond, e.PerSecond),
 		P50:  div(float64(r.Latency.P50), float64(e.Latency.P50)),
 		P99:  div(float64(r.Latency.P99), float64(e.Latency.P99)),
+		CPU:  div(div(r.Cost.CPU["machine"], float64(r.Delivered)), div(e.Cost.CPU["machine"], float64(e.Delivered))),
 	}
 }
 
@@ -138,8 +148,10 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 		return DeliveryResult{}, err
 	}
 	log.Info("fleet and webhook ready", "farm", fl.farm, "devices", len(fl.devices), "receiver", rcv.URL)
+	load, settings := loadAverage(), postgresSettings(ctx, target.databaseURL)
 	var engine *EngineResult
 	if !cfg.NoEngine && target.temporal != "" {
+		cost := startCost(ctx, target.databaseURL, target.pid)
 		e, err := Engine(ctx, EngineConfig{
 			TemporalAddress: target.temporal, Namespace: or(cfg.Namespace, "default"), Rate: cfg.Rate,
 			Duration: cfg.Duration, Drain: cfg.Drain, Concurrency: cfg.Concurrency, Logger: log,
@@ -147,10 +159,13 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 		if err != nil {
 			return DeliveryResult{}, err
 		}
+		e.Cost = cost.stop(ctx)
 		engine = &e
 	}
 	rcv.Reset(hook.Secret)
+	cost := startCost(ctx, target.databaseURL, target.pid)
 	r := runDelivery(ctx, cfg, target, fl, rcv)
+	r.Cost, r.Load, r.Settings = cost.stop(ctx), load, settings
 	if engine != nil {
 		r.Engine, r.VsEngine = engine, vsEngine(r, *engine)
 	}

@@ -56,6 +56,7 @@ type EngineResult struct {
 	Rejected     int64         `json:"rejected"`
 	DrainTime    time.Duration `json:"-"`
 	Backlog      Backlog       `json:"backlog"`
+	Cost         Cost          `json:"cost"`
 }
 
 // engineWorkflowName is the bare engine's workflow type.

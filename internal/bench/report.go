@@ -49,6 +49,7 @@ func (r IngestResult) Check() error {
 
 // Print writes r for people.
 func (r DeliveryResult) Print(w io.Writer) {
+	printMachine(w, r.Load, r.Settings)
 	fmt.Fprintf(w, "delivery: %d readings accepted; status %s; no answer: %d\n", r.Accepted, statusLine(r.Status), r.Failures)
 	fmt.Fprintf(w, "  POST latency %s\n", r.PostLatency)
 	fmt.Fprintf(w, "  201 -> receiver latency %s\n", r.Latency)
@@ -67,10 +68,11 @@ func (r DeliveryResult) Print(w io.Writer) {
 	if r.Memory != nil {
 		fmt.Fprintf(w, "  server memory: rss %s (anonymous %s), peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Anon), mib(r.Memory.Peak))
 	}
+	r.Cost.Print(w, r.Delivered)
 	if r.Engine != nil {
 		r.Engine.Print(w)
-		fmt.Fprintf(w, "furrow vs bare engine: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's\n",
-			r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99)
+		fmt.Fprintf(w, "furrow vs bare engine: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's; machine CPU per delivery %.2fx the engine's\n",
+			r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU)
 	}
 }
 
@@ -84,6 +86,7 @@ func (e EngineResult) Print(w io.Writer) {
 	b := e.Backlog
 	fmt.Fprintf(w, "  backlog (started, not yet received): %d at a quarter of the run, %d at the end, max %d; slope %+.2f/s; grew: %v\n",
 		b.StartOutstanding, b.EndOutstanding, b.MaxOutstanding, b.Slope, b.Grew)
+	e.Cost.Print(w, e.Delivered)
 }
 
 // Check reports a broken guarantee: a 5xx, a request without an answer, an

@@ -173,7 +173,13 @@ func TestSmokeDelivery(t *testing.T) {
 		VsEngine struct {
 			Rate float64 `json:"rate"`
 			P50  float64 `json:"latency_p50"`
+			CPU  float64 `json:"machine_cpu"`
 		} `json:"vs_engine"`
+		Cost struct {
+			CPU map[string]float64 `json:"cpu_s"`
+		} `json:"cost"`
+		Load     [3]float64        `json:"load_average"`
+		Settings map[string]string `json:"postgres_settings"`
 	}
 	runBench(t, &r, "delivery", "--rate", "10", "--duration", "3s", "--drain", "60s")
 	if r.Accepted == 0 || r.Status["201"] != r.Accepted {
@@ -193,7 +199,15 @@ func TestSmokeDelivery(t *testing.T) {
 		t.Errorf("bare engine %+v; want every started workflow delivered and verified", e)
 	}
 	e.Latency.check(t, "bare engine", e.Started)
-	if r.VsEngine.Rate <= 0 || r.VsEngine.P50 <= 0 {
-		t.Errorf("vs engine %+v; want both ratios", r.VsEngine)
+	if r.VsEngine.Rate <= 0 || r.VsEngine.P50 <= 0 || r.VsEngine.CPU <= 0 {
+		t.Errorf("vs engine %+v; want the rate, latency and CPU ratios", r.VsEngine)
+	}
+	// The run's cost: the machine's CPU, and the server's (furrow dev, with
+	// its embedded Temporal) and PostgreSQL's within it.
+	if c := r.Cost.CPU; c["machine"] <= 0 || c["furrow"] <= 0 || c["postgres"] <= 0 || c["furrow"]+c["postgres"] > c["machine"]*1.05 {
+		t.Errorf("cost %v; want the machine's busy CPU, and furrow and postgres within it", c)
+	}
+	if r.Settings["max_connections"] == "" || r.Load == [3]float64{} {
+		t.Errorf("load %v, settings %v; want the machine's load and PostgreSQL's settings", r.Load, r.Settings)
 	}
 }

@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Cost is what a run cost the machine, from the start of its load to the
+// end of its drain: the CPU seconds of each group of processes (see
+// cpuGroups; "machine" is the busy time of every CPU, whatever ran), and,
+// when PostgreSQL has pg_stat_statements loaded, its statements by
+// database. Comparing the costs of the bare engine's run and Furrow's
+// shows where Furrow's own work goes.
+type Cost struct {
+	CPU        map[string]float64 `json:"cpu_s"`
+	Databases  []DatabaseCost     `json:"databases,omitempty"`
+	Statements []StatementCost    `json:"statements,omitempty"`
+}
+
+// DatabaseCost is the work of PostgreSQL's statements in one database.
+type DatabaseCost struct {
+	Database string  `json:"database"`
+	Calls    int64   `json:"calls"`
+	ExecMs   float64 `json:"exec_ms"`
+}
+
+// StatementCost is one statement's work, by pg_stat_statements.
+type StatementCost struct {
+	Database string  `json:"database"`
+	Calls    int64   `json:"calls"`
+	ExecMs   float64 `json:"exec_ms"`
+	Query    string  `json:"query"`
+}
+
+// costMeter measures a Cost between start and stop.
+type costMeter struct {
+	databaseURL string
+	statements  bool // pg_stat_statements is loaded and was reset
+	cpu         *groupCPU
+	busy        time.Duration
+}
+
+// startCost starts measuring; server is the pid of the Furrow process
+// under test (0: none, or its processes are told by name).
+func startCost(ctx context.Context, databaseURL string, server int) *costMeter {
+	m := &costMeter{databaseURL: databaseURL}
+	m.statements = resetStatements(ctx, databaseURL) == nil
+	m.cpu, m.busy = startGroupCPUWith(server), machineBusy()
+	return m
+}
+
+// stop returns the cost since start.
+func (m *costMeter) stop(ctx context.Context) Cost {
+	c := Cost{CPU: m.cpu.stop()}
+	c.CPU["machine"] = (machineBusy() - m.busy).Seconds()
+	if m.statements {
+		c.Databases, c.Statements, _ = readStatements(ctx, m.databaseURL)
+	}
+	return c
+}
+
+// machineBusy is the time every CPU of the machine spent on anything but
+// idling, from /proc/stat (Linux only; 0 elsewhere).
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	var busy int64
+	for i, s := range f[1:min(len(f), 9)] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		n, _ := strconv.ParseInt(s, 10, 64)
+		busy += n
+	}
+	return time.Duration(busy) * clockTick
+}
+
+// resetStatements clears pg_stat_statements, creating the extension's view
+// in databaseURL's database if needed; an error means the module is not
+// loaded (shared_preload_libraries) or the role may not use it.
+func resetStatements(ctx context.Context, databaseURL string) error {
+	if databaseURL == "" {
+		return fmt.Errorf("no database")
+	}
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var loaded bool
+	if err := conn.QueryRow(ctx, `SELECT 'pg_stat_statements' = ANY(string_to_array(replace(current_setting('shared_preload_libraries'), ' ', ''), ','))`).Scan(&loaded); err != nil || !loaded {
+		return fmt.Errorf("pg_stat_statements is not loaded")
+	}
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_stat_statements_reset()")
+	return err
+}
+
+// topStatements is how many statements a Cost lists.
+const topStatements = 10
+
+// readStatements reads the statements' work since the reset, by database
+// and the costliest statements.
+func readStatements(ctx context.Context, databaseURL string) ([]DatabaseCost, []StatementCost, error) {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, _ := conn.Query(ctx, `SELECT d.datname, s.calls, s.total_exec_time,
+			left(regexp_replace(s.query, '\s+', ' ', 'g'), 110)
+		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+		WHERE s.query NOT LIKE '%pg_stat_statements%'`)
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StatementCost, error) {
+		var s StatementCost
+		return s, r.Scan(&s.Database, &s.Calls, &s.ExecMs, &s.Query)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	byDB := map[string]*DatabaseCost{}
+	for _, s := range all {
+		d := byDB[s.Database]
+		if d == nil {
+			d = &DatabaseCost{Database: s.Database}
+			byDB[s.Database] = d
+		}
+		d.Calls += s.Calls
+		d.ExecMs += s.ExecMs
+	}
+	var dbs []DatabaseCost
+	for _, k := range slices.Sorted(maps.Keys(byDB)) {
+		dbs = append(dbs, *byDB[k])
+	}
+	slices.SortFunc(all, func(a, b StatementCost) int { return cmp.Compare(b.ExecMs, a.ExecMs) })
+	return dbs, all[:min(len(all), topStatements)], nil
+}
+
+// Print writes c per delivery, for people.
+func (c Cost) Print(w io.Writer, deliveries int64) {
+	if deliveries <= 0 || len(c.CPU) == 0 {
+		return
+	}
+	per := func(s float64) float64 { return 1000 * s / float64(deliveries) }
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(c.CPU)) {
+		if k != "machine" {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, per(c.CPU[k])))
+		}
+	}
+	fmt.Fprintf(w, "  CPU per delivery: machine %.2f ms (%s)\n", per(c.CPU["machine"]), strings.Join(parts, ", "))
+	for _, d := range c.Databases {
+		fmt.Fprintf(w, "  statements in %s: %.1f calls, %.2f ms of execution per delivery\n",
+			d.Database, float64(d.Calls)/float64(deliveries), d.ExecMs/float64(deliveries))
+	}
+	for _, s := range c.Statements {
+		fmt.Fprintf(w, "    %8.1f ms %7d calls  %s: %s\n", s.ExecMs, s.Calls, s.Database, s.Query)
+	}
+}
+
+// loadAverage reads the machine's load average (Linux only; zeros
+// elsewhere).
+func loadAverage() [3]float64 {
+	var l [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l
+	}
+	for i, f := range strings.Fields(string(b))[:3] {
+		l[i], _ = strconv.ParseFloat(f, 64)
+	}
+	return l
+}
+
+// settingNames are PostgreSQL's settings that bear on a run's figures.
+var settingNames = []string{"max_connections", "shared_buffers", "synchronous_commit", "shared_preload_libraries"}
+
+// postgresSettings reads settingNames; nil when PostgreSQL cannot tell.
+func postgresSettings(ctx context.Context, databaseURL string) map[string]string {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	out := map[string]string{}
+	for _, n := range settingNames {
+		var v string
+		if conn.QueryRow(ctx, "SELECT current_setting($1)", n).Scan(&v) == nil {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// printMachine writes the load and settings a run began with.
+func printMachine(w io.Writer, load [3]float64, settings map[string]string) {
+	var parts []string
+	for _, n := range settingNames {
+		if v, ok := settings[n]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%q", n, v))
+		}
+	}
+	fmt.Fprintf(w, "machine: load average %.2f %.2f %.2f at the start; PostgreSQL %s\n", load[0], load[1], load[2], strings.Join(parts, " "))
+}
