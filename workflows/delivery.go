@@ -34,10 +34,10 @@ const pacingChange = "webhook-rate"
 // Revision is the revision of the delivery workflow's code that new starts
 // carry in DeliveryInput.Rev. A workflow started at revision 1 or later
 // takes every change above without asking for its version: each
-// workflow.GetVersion records a marker and upserts the TemporalChangeVersion
-// search attribute, a visibility write of its own, and a delivery that
-// succeeds at once would otherwise make two of them. Workflows started
-// before (Rev 0) still ask, so their histories replay as recorded.
+// workflow.GetVersion adds a marker and a TemporalChangeVersion
+// search-attribute upsert to the history, four of the seventeen events of
+// a delivery rejected at once. Workflows started before (Rev 0) still ask,
+// so their histories replay as recorded.
 const Revision = 1
 
 // DeliveryInput is the input of the delivery workflow: ids and the event

@@ -165,7 +165,7 @@ func waitFor(t *testing.T, cond func() bool) {
 
 // TestRevisionAsksNoVersion: the deliveries recorded at Revision 1 hold no
 // version marker and never set TemporalChangeVersion, while those recorded
-// before revisions do: each would cost a delivery a visibility write.
+// before revisions do: each is two events more in every delivery's history.
 func TestRevisionAsksNoVersion(t *testing.T) {
 	for file, want := range map[string]bool{
 		prefix + "delivery_rejected.json":     false,
