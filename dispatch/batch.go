@@ -67,12 +67,12 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
 }
 
 // dispatchFarms dispatches each farm's events in its own goroutine, with at
-// most cfg.Parallel calls in flight. A shared fault stops the batch through
+// most cfg.Parallel store calls and cfg.Starts workflow starts in flight. A shared fault stops the batch through
 // stop.
 func (d *Dispatcher) dispatchFarms(ctx context.Context, stop context.CancelCauseFunc, events []furrow.Event) []farmResult {
 	farms := byFarm(events)
 	results := make([]farmResult, len(farms))
-	sem := make(chan struct{}, d.cfg.Parallel)
+	sem := slots{store: make(chan struct{}, d.cfg.Parallel), starts: make(chan struct{}, d.cfg.Starts)}
 	var wg sync.WaitGroup
 	for i, f := range farms {
 		wg.Go(func() {
@@ -144,9 +144,9 @@ func byFarm(events []furrow.Event) []farmEvents {
 
 // dispatchFarm reads the farm's webhooks once and dispatches its events,
 // returning the ids of those fully dispatched.
-func (d *Dispatcher) dispatchFarm(ctx context.Context, sem chan struct{}, farmID uuid.UUID, events []furrow.Event) ([]string, error) {
+func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UUID, events []furrow.Event) ([]string, error) {
 	var hooks []furrow.Webhook
-	err := d.limited(ctx, sem, d.cfg.CallTimeout, func(ctx context.Context) (err error) {
+	err := d.limited(ctx, sem.store, d.cfg.CallTimeout, func(ctx context.Context) (err error) {
 		hooks, err = d.deps.Webhooks.Webhooks(ctx, farmID)
 		return err
 	})
@@ -174,6 +174,11 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, sem chan struct{}, farmID
 	err = g.Wait()
 	return done, err
 }
+
+// slots bound the calls of a batch in flight: store calls and workflow
+// starts apart, since starts wait on Temporal and would otherwise hold
+// database connections' turns.
+type slots struct{ store, starts chan struct{} }
 
 // limited runs call with a deadline of timeout once a slot of sem is free.
 func (d *Dispatcher) limited(ctx context.Context, sem chan struct{}, timeout time.Duration, call func(context.Context) error) error {

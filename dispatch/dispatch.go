@@ -29,7 +29,13 @@ type Config struct {
 	Batch        int             // events per claim [100]
 	MaxBackoff   time.Duration   // longest wait before claiming after failures [1m]
 	Schedule     []time.Duration // retry schedule of deliveries [furrow.DefaultSchedule]
-	Parallel     int             // store and Temporal calls in flight at once [16]
+	Parallel     int             // store calls in flight at once [16]
+	// Starts bounds the workflow starts in flight at once [64]. A start
+	// waits for Temporal, not for a database connection, and the outbox
+	// drains at Starts divided by a start's latency: with 16, a loaded
+	// 2-core machine (starts of about 100 ms) dispatched no more than about
+	// 140 events a second.
+	Starts int
 }
 
 // Starter starts workflows; *client.Client satisfies it.
@@ -75,6 +81,7 @@ func New(cfg Config, deps Deps) *Dispatcher {
 	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, time.Minute)
 	cfg.Batch = orDefault(cfg.Batch, 100)
 	cfg.Parallel = orDefault(cfg.Parallel, 16)
+	cfg.Starts = orDefault(cfg.Starts, 64)
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}

@@ -592,3 +592,30 @@ func (l *logLines) String() string {
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "\n")
 }
+
+// TestStartsInFlightApartFromStoreCalls: a batch keeps cfg.Starts workflow
+// starts waiting on Temporal at once, more than its cfg.Parallel store
+// calls, and never more.
+func TestStartsInFlightApartFromStoreCalls(t *testing.T) {
+	w := newWorld(Config{Parallel: 2, Starts: 8})
+	w.addEvents(20)
+	w.starter.block = make(chan struct{})
+	done := make(chan Pass)
+	go func() {
+		p, _ := w.d.DispatchOnce(context.Background())
+		done <- p
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for now, _ := w.starter.waiting(); now < 8; now, _ = w.starter.waiting() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d starts in flight after 10 s, want 8", now)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // room for a ninth, which must not come
+	close(w.starter.block)
+	p := <-done
+	if _, most := w.starter.waiting(); most != 8 || p.Dispatched != 20 || w.starter.count() != 20 {
+		t.Errorf("at most %d starts in flight, %d events dispatched, %d started; want 8, 20, 20", most, p.Dispatched, w.starter.count())
+	}
+}

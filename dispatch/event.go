@@ -17,16 +17,16 @@ import (
 // webhook and event.
 var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
 
-func (d *Dispatcher) dispatchEvent(ctx context.Context, sem chan struct{}, hooks []furrow.Webhook, e furrow.Event) error {
+func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, hooks []furrow.Webhook, e furrow.Event) error {
 	for _, w := range hooks {
 		if !w.Subscribes(e.Type) {
 			continue
 		}
-		call, timeout := func(ctx context.Context) error { return d.skip(ctx, w, e) }, d.cfg.CallTimeout
+		call, timeout, slot := func(ctx context.Context) error { return d.skip(ctx, w, e) }, d.cfg.CallTimeout, sem.store
 		if w.Enabled {
-			call, timeout = func(ctx context.Context) error { return d.start(ctx, w, e) }, d.cfg.StartTimeout
+			call, timeout, slot = func(ctx context.Context) error { return d.start(ctx, w, e) }, d.cfg.StartTimeout, sem.starts
 		}
-		if err := d.limited(ctx, sem, timeout, call); err != nil {
+		if err := d.limited(ctx, slot, timeout, call); err != nil {
 			return err
 		}
 	}

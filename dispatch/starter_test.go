@@ -20,15 +20,25 @@ type starter struct {
 	err         error
 	block       chan struct{}
 	noDeadlines int
+	// inFlight counts the calls waiting on block, and maxInFlight the most
+	// at once.
+	inFlight, maxInFlight int
 }
 
 func (s *starter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
 	if s.block != nil {
+		s.mu.Lock()
+		s.inFlight++
+		s.maxInFlight = max(s.maxInFlight, s.inFlight)
+		s.mu.Unlock()
 		select {
 		case <-s.block:
 		case <-ctx.Done():
 			return nil, serviceerror.NewCanceled(ctx.Err().Error())
 		}
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -53,4 +63,11 @@ func (s *starter) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.started)
+}
+
+// waiting returns the calls waiting on block now, and the most at once.
+func (s *starter) waiting() (now, most int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight, s.maxInFlight
 }
