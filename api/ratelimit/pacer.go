@@ -141,10 +141,13 @@ func (p *Pacer) Sent(ctx context.Context, webhookID, sendID uuid.UUID) error {
 }
 
 // sendWindow is the window Admit counts sends over, a second or the time
-// between two sends when that is longer, and how many it allows in it.
+// between two sends when that is longer, and how many it allows in it. The
+// window is a hundredth longer than that (10 ms on a second): a request
+// reaches its receiver a little after it is written, and a receiver timing
+// the requests as it reads them must not find one second with one more.
 func sendWindow(perSecond float64) (time.Duration, int) {
 	window := max(time.Second, intervalOf(perSecond))
-	return window, max(1, int(math.Floor(perSecond*window.Seconds()+1e-9)))
+	return window + window/100, max(1, int(math.Floor(perSecond*window.Seconds()+1e-9)))
 }
 
 // run calls script for the webhook's key with args, or fallback when Redis

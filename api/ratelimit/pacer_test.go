@@ -105,8 +105,8 @@ func TestPacerAdmitCapsEverySecond(t *testing.T) {
 	}
 	w1, _ := b.Admit(ctx, hook, 5, uuid.New())
 	w2, _ := a.Admit(ctx, hook, 5, uuid.New())
-	if w1 <= 800*time.Millisecond || w1 > time.Second || w2 > w1 {
-		t.Fatalf("the 6th and 7th sends wait %s and %s, want just under 1s (refusals count nothing)", w1, w2)
+	if w1 <= 800*time.Millisecond || w1 > 1010*time.Millisecond || w2 > w1 {
+		t.Fatalf("the 6th and 7th sends wait %s and %s, want just under the window of 1.01s (refusals count nothing)", w1, w2)
 	}
 	time.Sleep(w2)
 	if w, _ := b.Admit(ctx, hook, 5, uuid.New()); w != 0 {
@@ -128,7 +128,7 @@ func TestPacerCountsASendFromWhenItWent(t *testing.T) {
 			t.Fatalf("admitting: %s (%v)", w, err)
 		}
 	}
-	if w, _ := p.Admit(ctx, hook, 2, uuid.New()); w != time.Second {
+	if w, _ := p.Admit(ctx, hook, 2, uuid.New()); w != 1010*time.Millisecond {
 		t.Fatalf("while both are on their way: wait %s, want a whole window", w)
 	}
 	time.Sleep(600 * time.Millisecond)
@@ -137,7 +137,7 @@ func TestPacerCountsASendFromWhenItWent(t *testing.T) {
 	_ = p.Sent(ctx, hook, second)
 	time.Sleep(500 * time.Millisecond) // 1.1 s after they were admitted
 	w, _ := p.Admit(ctx, hook, 2, uuid.New())
-	if left := went.Add(time.Second).Sub(time.Now()); w < left-20*time.Millisecond || w > left+20*time.Millisecond {
+	if left := went.Add(1010 * time.Millisecond).Sub(time.Now()); w < left-20*time.Millisecond || w > left+20*time.Millisecond {
 		t.Fatalf("a second after the admission: wait %s, want about %s (a second after they went)", w, left)
 	}
 }
@@ -155,10 +155,10 @@ func TestLocalPacerAdmit(t *testing.T) {
 		_ = l.Sent(ctx, hook, id)
 		clock.Advance(10 * time.Millisecond)
 	}
-	if w, _ := l.Admit(ctx, hook, 4, uuid.New()); w != 960*time.Millisecond {
-		t.Fatalf("5th: %s, want 960ms", w)
+	if w, _ := l.Admit(ctx, hook, 4, uuid.New()); w != 970*time.Millisecond {
+		t.Fatalf("5th: %s, want 970ms (the window is 1.01 s)", w)
 	}
-	clock.Advance(960 * time.Millisecond)
+	clock.Advance(970 * time.Millisecond)
 	if w, _ := l.Admit(ctx, hook, 4, uuid.New()); w != 0 {
 		t.Fatalf("after the window: %s", w)
 	}
@@ -166,8 +166,8 @@ func TestLocalPacerAdmit(t *testing.T) {
 	id := uuid.New()
 	l.Admit(ctx, slow, 0.5, id)
 	_ = l.Sent(ctx, slow, id)
-	if w, _ := l.Admit(ctx, slow, 0.5, uuid.New()); w != 2*time.Second {
-		t.Fatalf("0.5/s: second send waits %s, want 2s", w)
+	if w, _ := l.Admit(ctx, slow, 0.5, uuid.New()); w != 2020*time.Millisecond {
+		t.Fatalf("0.5/s: second send waits %s, want 2.02s", w)
 	}
 }
 
@@ -182,24 +182,24 @@ func TestLocalPacerCountsASendFromWhenItWent(t *testing.T) {
 	first, second := uuid.New(), uuid.New()
 	l.Admit(ctx, hook, 2, first)
 	l.Admit(ctx, hook, 2, second)
-	if w, _ := l.Admit(ctx, hook, 2, uuid.New()); w != time.Second {
+	if w, _ := l.Admit(ctx, hook, 2, uuid.New()); w != 1010*time.Millisecond {
 		t.Fatalf("while both are on their way: wait %s, want a whole window", w)
 	}
 	clock.Advance(600 * time.Millisecond)
 	_ = l.Sent(ctx, hook, first)
 	_ = l.Sent(ctx, hook, second)
 	clock.Advance(500 * time.Millisecond)
-	if w, _ := l.Admit(ctx, hook, 2, uuid.New()); w != 500*time.Millisecond {
-		t.Fatalf("1.1 s after the admission: wait %s, want 500ms (a second after they went)", w)
+	if w, _ := l.Admit(ctx, hook, 2, uuid.New()); w != 510*time.Millisecond {
+		t.Fatalf("1.1 s after the admission: wait %s, want 510ms (a window after they went)", w)
 	}
 
 	lost := uuid.New()
 	l.Admit(ctx, lost, 1, uuid.New())
 	clock.Advance(sendHold)
-	if w, _ := l.Admit(ctx, lost, 1, uuid.New()); w != time.Second {
+	if w, _ := l.Admit(ctx, lost, 1, uuid.New()); w != 1010*time.Millisecond {
 		t.Fatalf("a send never told gone, %s on: wait %s, want a window", sendHold, w)
 	}
-	clock.Advance(time.Second)
+	clock.Advance(1010 * time.Millisecond)
 	if w, _ := l.Admit(ctx, lost, 1, uuid.New()); w != 0 {
 		t.Fatalf("past its hold and a window: wait %s", w)
 	}
