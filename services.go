@@ -91,8 +91,8 @@ type EventService interface {
 // event is marked dispatched; only the claimer renews or releases it.
 type Outbox interface {
 	// ClaimEvents leases up to c.Limit undispatched events to c.Owner for
-	// c.Lease, oldest first, skipping events under another lease and events
-	// of c.SkipFarms.
+	// c.Lease, oldest first, skipping events under another lease, events
+	// of c.SkipFarms and events that occurred before c.FromMs.
 	ClaimEvents(ctx context.Context, c Claim) ([]Event, error)
 	// RenewLeases extends owner's leases of the events by lease from now,
 	// and returns how many it still held.
@@ -111,6 +111,7 @@ type Claim struct {
 	Limit     int           // at most this many events
 	Lease     time.Duration // how long they stay leased unless renewed
 	SkipFarms []uuid.UUID   // farms whose events are left for later
+	FromMs    int64         // only events that occurred at or after it (Unix ms); 0: all
 }
 
 // WebhookService manages webhooks and their delivery log.

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -88,11 +90,12 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 		return res, nil
 	}
 	res.Failures = w.ConsecutiveFailures
-	if wait := a.pace(ctx, in, w); wait > 0 {
+	wait, admitted := a.pace(ctx, in, w, row.DeliveryID)
+	if wait > 0 {
 		res.Throttled, res.Wait, res.Rate = true, furrow.Duration(wait), *w.MaxPerSecond
 		return res, nil
 	}
-	sent := a.post(ctx, w, in.EventID, row.DeliveryID, body)
+	sent := a.post(ctx, w, in.EventID, row.DeliveryID, body, a.wentOut(ctx, w.ID, row.DeliveryID, admitted))
 	row.StatusCode, row.ResponseBody, row.Error = sent.status, sent.body, sent.errText
 	row.SignedWith = sent.signedWith
 	row.DurationMs, row.AtMs = sent.duration.Milliseconds(), furrow.Millis(sent.at)
@@ -151,10 +154,21 @@ type sent struct {
 }
 
 // post sends body with every delivery header, signed over exactly those
-// bytes, and reads at most furrow.MaxResponseBody of the answer.
-func (a *Activities) post(ctx context.Context, w furrow.Webhook, eventID string, deliveryID uuid.UUID, body []byte) sent {
+// bytes, and reads at most furrow.MaxResponseBody of the answer. went, when
+// not nil, is called once, as soon as the request is written (or the POST
+// ends without it).
+func (a *Activities) post(ctx context.Context, w furrow.Webhook, eventID string, deliveryID uuid.UUID, body []byte, went func()) sent {
 	ctx, cancel := context.WithTimeout(ctx, furrow.DeliveryTimeout)
 	defer cancel()
+	if went != nil {
+		went = sync.OnceFunc(went)
+		defer went()
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				went()
+			}
+		}})
+	}
 	s := sent{at: a.Clock.Now()}
 	signers := w.SigningSecrets(s.at)
 	d := sender.Delivery{URL: w.URL, Secret: w.Secret, EventID: eventID, DeliveryID: deliveryID.String(), At: s.at, Body: body}

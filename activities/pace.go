@@ -19,9 +19,14 @@ type Pacer interface {
 	// spread a burst of deliveries out over time.
 	Reserve(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error)
 	// Admit is the check made right before sending: 0 when the webhook may
-	// be sent to now (the send is counted), else how long to wait. It
-	// keeps deliveries whose turn came late from arriving bunched.
-	Admit(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error)
+	// be sent to now, and the send, named sendID, is then counted as still
+	// to come until Sent; else how long to wait. It keeps deliveries whose
+	// turn came late from arriving bunched.
+	Admit(ctx context.Context, webhookID uuid.UUID, perSecond float64, sendID uuid.UUID) (time.Duration, error)
+	// Sent says the admitted send went: its request was written, or failed
+	// before it could be. The send counts from then on, so that a request
+	// written late still counts in the second it reached the receiver.
+	Sent(ctx context.Context, webhookID, sendID uuid.UUID) error
 }
 
 // maxInlineWait is the longest an attempt waits for its slot itself; a
@@ -40,38 +45,55 @@ const maxSpread = time.Second
 
 // pace keeps a Paced attempt to w's rate. It returns 0 when the attempt may
 // send now, or the wait the workflow must sleep before the attempt asks
-// again (as Reserved). A failing Pacer lets the attempt go: the rate is a
-// courtesy to the receiver, not a reason to fail a delivery.
-func (a *Activities) pace(ctx context.Context, in DeliverInput, w furrow.Webhook) time.Duration {
+// again (as Reserved). admitted says the Pacer counted the send as sendID,
+// to be told with Pacer.Sent when it went. A failing Pacer lets the attempt
+// go: the rate is a courtesy to the receiver, not a reason to fail a
+// delivery.
+func (a *Activities) pace(ctx context.Context, in DeliverInput, w furrow.Webhook, sendID uuid.UUID) (wait time.Duration, admitted bool) {
 	if !in.Paced || w.MaxPerSecond == nil || a.Pacer == nil {
-		return 0
+		return 0, false
 	}
 	rate := *w.MaxPerSecond
 	if !in.Reserved {
 		wait, err := a.Pacer.Reserve(ctx, w.ID, rate)
 		if err != nil {
 			a.logger().WarnContext(ctx, "taking a slot of the webhook's rate failed; sending now", "webhook_id", w.ID, "err", err)
-			return 0
+			return 0, false
 		}
 		if wait > maxInlineWait {
 			a.metrics().DeliveryThrottled()
-			return wait
+			return wait, false
 		}
 		sleep(ctx, wait)
 	}
 	budget := maxAdmitWait
 	for {
-		wait, err := a.Pacer.Admit(ctx, w.ID, rate)
+		wait, err := a.Pacer.Admit(ctx, w.ID, rate, sendID)
 		if err != nil || wait <= 0 {
-			return 0
+			return 0, err == nil
 		}
 		if wait > budget {
 			a.metrics().DeliveryThrottled()
 			spread := min(10*time.Duration(float64(time.Second)/rate), maxSpread)
-			return wait + time.Duration(rand.Int64N(int64(spread)+1))
+			return wait + time.Duration(rand.Int64N(int64(spread)+1)), false
 		}
 		budget -= wait
 		sleep(ctx, wait)
+	}
+}
+
+// wentOut returns what post calls once the request of an admitted send
+// went: it tells the Pacer, whatever became of ctx. Nil when the send was
+// not admitted.
+func (a *Activities) wentOut(ctx context.Context, webhookID, sendID uuid.UUID, admitted bool) func() {
+	if !admitted {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	return func() {
+		if err := a.Pacer.Sent(ctx, webhookID, sendID); err != nil {
+			a.logger().WarnContext(ctx, "telling the webhook's rate a send went failed", "webhook_id", webhookID, "err", err)
+		}
 	}
 }
 

@@ -42,10 +42,10 @@ type farmResult struct {
 // (the database or Temporal unreachable) stops the whole batch and gives
 // every unfinished claim back. It returns the first error met.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
+	skip := d.farms.skipped(d.deps.Clock.Now())
 	cctx, cancel := d.callCtx(ctx)
 	events, err := d.deps.Outbox.ClaimEvents(cctx, furrow.Claim{
-		Owner: d.owner, Limit: d.cfg.Batch, Lease: d.cfg.Lease,
-		SkipFarms: d.farms.skipped(d.deps.Clock.Now()),
+		Owner: d.owner, Limit: d.cfg.Batch, Lease: d.cfg.Lease, SkipFarms: skip,
 	})
 	cancel()
 	if err != nil {
@@ -53,6 +53,10 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
 	}
 	if len(events) == 0 {
 		return Pass{}, nil
+	}
+	full := len(events) == d.cfg.Batch
+	if full {
+		events = append(events, d.claimOthers(ctx, events, skip)...)
 	}
 	bctx, stop := context.WithCancelCause(ctx)
 	renewing := d.keepLeased(bctx, stop, eventIDs(events))
@@ -62,8 +66,41 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
 	p, err := d.settle(ctx, results)
 	p.Claimed = len(events)
 	err = errors.Join(firstFailure(bctx, results), err)
-	p.Full = len(events) == d.cfg.Batch && err == nil
+	p.Full = full && err == nil
 	return p, err
+}
+
+// othersEvery is how often at most a dispatcher claims other farms' events
+// beside a full batch. Such a claim walks past the backlog of the batch's
+// farms, so under one farm's large backlog it costs a scan per period, not
+// one per batch.
+const othersEvery = 500 * time.Millisecond
+
+// claimOthers claims, beside a full batch, up to a quarter batch of the
+// events of farms not in it, stored since its last event. Without it, one
+// farm's burst (a thousand devices reporting at once) would hold every
+// other farm's events back until the burst is dispatched. A failure claims
+// nothing: later passes claim those events in turn.
+func (d *Dispatcher) claimOthers(ctx context.Context, batch []furrow.Event, skip []uuid.UUID) []furrow.Event {
+	now := d.deps.Clock.Now()
+	if now.Before(d.othersAt) {
+		return nil
+	}
+	d.othersAt = now.Add(othersEvery)
+	for _, f := range byFarm(batch) {
+		skip = append(skip, f.farm)
+	}
+	cctx, cancel := d.callCtx(ctx)
+	defer cancel()
+	events, err := d.deps.Outbox.ClaimEvents(cctx, furrow.Claim{
+		Owner: d.owner, Limit: max(1, d.cfg.Batch/4), Lease: d.cfg.Lease, SkipFarms: skip,
+		FromMs: batch[len(batch)-1].OccurredAtMs,
+	})
+	if err != nil {
+		d.deps.Logger.WarnContext(ctx, "claiming other farms' events beside a full batch failed", "err", err, "dispatcher", d.owner)
+		return nil
+	}
+	return events
 }
 
 // dispatchFarms dispatches each farm's events in its own goroutine, with at

@@ -67,7 +67,8 @@ type Dispatcher struct {
 	wake  chan struct{}
 	// Touched by the goroutine running passes only.
 	farms      farmBackoffs
-	failStreak int // farms failed on their own since one succeeded
+	failStreak int       // farms failed on their own since one succeeded
+	othersAt   time.Time // when claimOthers may claim again
 }
 
 var _ furrow.Waker = (*Dispatcher)(nil)

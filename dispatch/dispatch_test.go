@@ -366,6 +366,33 @@ func TestDispatchFullBatchReported(t *testing.T) {
 	}
 }
 
+// A farm's burst fills whole batches; another farm's event stored after it
+// is claimed beside the first, not after the burst.
+func TestDispatchFullBatchLeavesRoomForOtherFarms(t *testing.T) {
+	w := newWorld(Config{Batch: 4})
+	burst := w.addEvents(16)
+	other := w.addEventsOf(w.addFarm(), 1)[0]
+	p, err := w.d.DispatchOnce(context.Background())
+	if err != nil || !p.Full || p.Dispatched != 5 {
+		t.Fatalf("pass %+v err %v, want the full batch and the other farm's event", p, err)
+	}
+	if !w.isDispatched(other.ID) || !w.isDispatched(burst[3].ID) || w.isDispatched(burst[4].ID) {
+		t.Fatal("the first pass did not dispatch the burst's 4 oldest and the other farm's event")
+	}
+	claims := w.calls.Count("ClaimEvents")
+	more := w.addEventsOf(other.FarmID, 1)[0]
+	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.calls.Count("ClaimEvents") - claims; n != 1 || w.isDispatched(more.ID) {
+		t.Fatalf("a pass right after made %d claims, want 1: other farms are looked for at most every %s", n, othersEvery)
+	}
+	w.clock.Advance(othersEvery)
+	if _, err := w.d.DispatchOnce(context.Background()); err != nil || !w.isDispatched(more.ID) || w.isDispatched(burst[12].ID) {
+		t.Fatalf("after %s the other farm's new event is not claimed beside the batch (%v)", othersEvery, err)
+	}
+}
+
 // Every store and Temporal call carries a deadline.
 func TestDispatchCallsHaveDeadlines(t *testing.T) {
 	w := newWorld(Config{Batch: 10})

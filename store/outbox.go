@@ -43,6 +43,9 @@ func (db *DB) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event, 
 	if err != nil {
 		return nil, translate(err, "claim events", "event")
 	}
+	// From is a floor of the claim's own: partitions before it are pruned
+	// too.
+	floor = max(floor, c.FromMs)
 	now := db.nowMs()
 	rows, _ := db.pool.Query(ctx, claimSQL, now, c.Limit, now+c.Lease.Milliseconds(), c.Owner, skip, floor)
 	type claimed struct {

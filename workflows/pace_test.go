@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,14 +15,28 @@ import (
 	"github.com/furrowhq/furrow/workflows"
 )
 
-// pacer hands out the waits in turn, then none, and counts its calls.
+// pacer hands out the waits in turn, then none, counts its calls, and
+// keeps the sends it admitted and those told to have gone.
 type pacer struct {
-	mu    sync.Mutex
-	waits []time.Duration
-	calls int
+	mu             sync.Mutex
+	waits          []time.Duration
+	calls          int
+	admitted, went []uuid.UUID
 }
 
-func (p *pacer) Admit(context.Context, uuid.UUID, float64) (time.Duration, error) { return 0, nil }
+func (p *pacer) Admit(_ context.Context, _ uuid.UUID, _ float64, sendID uuid.UUID) (time.Duration, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.admitted = append(p.admitted, sendID)
+	return 0, nil
+}
+
+func (p *pacer) Sent(_ context.Context, _, sendID uuid.UUID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.went = append(p.went, sendID)
+	return nil
+}
 
 func (p *pacer) Reserve(context.Context, uuid.UUID, float64) (time.Duration, error) {
 	p.mu.Lock()
@@ -66,6 +81,11 @@ func TestDeliveryWaitsForTheRateWithoutUsingAnAttempt(t *testing.T) {
 	rows := f.store.rows()
 	if len(rows) != 2 || rows[0].Attempt != 1 || rows[1].Attempt != 2 {
 		t.Fatalf("attempt rows %+v: waiting wrote a row or used an attempt", rows)
+	}
+	// Each send is admitted under its attempt's delivery id and told to
+	// have gone once, so that the rate counts it from when it went.
+	if want := []uuid.UUID{rows[0].DeliveryID, rows[1].DeliveryID}; !slices.Equal(p.admitted, want) || !slices.Equal(p.went, want) {
+		t.Fatalf("admitted %v, told gone %v; want each of %v once", p.admitted, p.went, want)
 	}
 	if want := "waiting for the webhook's rate of 5/s: attempt 1 of 2 in 30s"; waiting != want {
 		t.Fatalf("current details while waiting %q, want %q", waiting, want)

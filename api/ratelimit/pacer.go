@@ -31,28 +31,49 @@ return tat - now
 `)
 
 // admitSend is the check made when an attempt is about to send: KEYS[1]
-// is a sorted set of the webhook's sends (µs, Redis time) within the last
-// window (ARGV[1], µs). Below ARGV[2] sends in it, the call adds this one
-// (member ARGV[3]) and returns 0; otherwise it adds nothing and returns the
-// µs until the oldest leaves the window. So no window of that length ever
-// holds more sends than the rate allows, however late the attempts' turns
-// came.
+// is a sorted set of the webhook's sends within the last window (ARGV[1],
+// µs). Below ARGV[2] sends in it, the call adds this one (member ARGV[3])
+// and returns 0; otherwise it adds nothing and returns the µs to wait. An
+// admitted send is scored ARGV[4] µs ahead (Redis time): it counts as still
+// to come until sentSend scores it with the moment it went, so that a send
+// let go but sent late is never left out of a window it falls in. So no
+// window of that length ever holds more sends than the rate allows, however
+// late the attempts' turns came and however late their requests went out.
 var admitSend = redis.NewScript(`
 local window = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
+local hold = tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 if redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1000)
+  redis.call('ZADD', KEYS[1], now + hold, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil((window + hold) / 1000) + 1000)
   return 0
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local wait = tonumber(oldest[2]) + window - now
+local oldest = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
+if oldest > now then return window end
+local wait = oldest + window - now
 if wait < 1 then wait = 1 end
 return wait
 `)
+
+// sentSend scores the admitted send ARGV[1] of the sorted set KEYS[1] with
+// the Redis time now, after its request was written: from then on it
+// leaves the window a window after it went. A send no longer in the set
+// (past its hold) is left out.
+var sentSend = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZADD', KEYS[1], 'XX', now, ARGV[1])
+return 0
+`)
+
+// sendHold is how long an admitted send counts as still to come when the
+// process never says it went (it died, say): its request is written
+// within furrow.DeliveryTimeout of being admitted, and saying so takes at
+// most a pacerTimeout.
+const sendHold = furrow.DeliveryTimeout + pacerTimeout
 
 // pacerTimeout bounds one Redis call of the Pacer; past it the slot is
 // taken from the process's own schedule. It is generous: a call that
@@ -98,22 +119,35 @@ func (p *Pacer) Reserve(ctx context.Context, webhookID uuid.UUID, perSecond floa
 }
 
 // Admit says whether the webhook may be sent to now at perSecond, and
-// counts the send when it may; otherwise it returns how long to wait. No
-// sendWindow (at least a second) ever holds more than perSecond times its
-// length of sends.
-func (p *Pacer) Admit(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error) {
+// counts the send, named sendID, when it may; otherwise it returns how long
+// to wait. Until Sent, the send counts as still to come. No sendWindow (at
+// least a second) ever holds more than perSecond times its length of sends,
+// each counted from when its request was written.
+func (p *Pacer) Admit(ctx context.Context, webhookID uuid.UUID, perSecond float64, sendID uuid.UUID) (time.Duration, error) {
 	window, limit := sendWindow(perSecond)
-	args := []any{window.Microseconds(), limit, uuid.NewString()}
+	args := []any{window.Microseconds(), limit, sendID.String(), sendHold.Microseconds()}
 	return p.run(ctx, admitSend, "sent:", webhookID, args, func(ctx context.Context) (time.Duration, error) {
-		return p.local.Admit(ctx, webhookID, perSecond)
+		return p.local.Admit(ctx, webhookID, perSecond, sendID)
 	})
 }
 
+// Sent says the admitted send sendID went now: its request was written,
+// or failed before it could be.
+func (p *Pacer) Sent(ctx context.Context, webhookID, sendID uuid.UUID) error {
+	_, err := p.run(ctx, sentSend, "sent:", webhookID, []any{sendID.String()}, func(ctx context.Context) (time.Duration, error) {
+		return 0, p.local.Sent(ctx, webhookID, sendID)
+	})
+	return err
+}
+
 // sendWindow is the window Admit counts sends over, a second or the time
-// between two sends when that is longer, and how many it allows in it.
+// between two sends when that is longer, and how many it allows in it. The
+// window is a hundredth longer than that (10 ms on a second): a request
+// reaches its receiver a little after it is written, and a receiver timing
+// the requests as it reads them must not find one second with one more.
 func sendWindow(perSecond float64) (time.Duration, int) {
 	window := max(time.Second, intervalOf(perSecond))
-	return window, max(1, int(math.Floor(perSecond*window.Seconds()+1e-9)))
+	return window + window/100, max(1, int(math.Floor(perSecond*window.Seconds()+1e-9)))
 }
 
 // run calls script for the webhook's key with args, or fallback when Redis
@@ -154,7 +188,14 @@ type LocalPacer struct {
 	mu    sync.Mutex
 	clock furrow.Clock
 	next  map[uuid.UUID]time.Time   // the next free slot of each webhook
-	sent  map[uuid.UUID][]time.Time // each webhook's sends in its sendWindow
+	sent  map[uuid.UUID][]localSend // each webhook's sends in its sendWindow
+}
+
+// localSend is one admitted send: at is when it went, or, until Sent says
+// so, sendHold after it was admitted.
+type localSend struct {
+	id uuid.UUID
+	at time.Time
 }
 
 // NewLocalPacer returns a LocalPacer reading the time from clock.
@@ -175,31 +216,62 @@ func (l *LocalPacer) Reserve(_ context.Context, webhookID uuid.UUID, perSecond f
 }
 
 // Admit is Pacer.Admit in this process.
-func (l *LocalPacer) Admit(_ context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error) {
+func (l *LocalPacer) Admit(_ context.Context, webhookID uuid.UUID, perSecond float64, sendID uuid.UUID) (time.Duration, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	window, limit := sendWindow(perSecond)
 	if l.sent == nil {
-		l.sent = map[uuid.UUID][]time.Time{}
+		l.sent = map[uuid.UUID][]localSend{}
 	}
 	if len(l.sent) >= maxLocalKeys {
-		for id, ts := range l.sent {
-			if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= window {
+		for id, sends := range l.sent {
+			if len(inWindow(sends, now, window)) == 0 {
 				delete(l.sent, id)
 			}
 		}
 	}
-	ts := l.sent[webhookID]
-	for len(ts) > 0 && now.Sub(ts[0]) >= window {
-		ts = ts[1:]
+	sends := inWindow(l.sent[webhookID], now, window)
+	l.sent[webhookID] = sends
+	if len(sends) < limit {
+		l.sent[webhookID] = append(sends, localSend{id: sendID, at: now.Add(sendHold)})
+		return 0, nil
 	}
-	if len(ts) >= limit {
-		l.sent[webhookID] = ts
-		return ts[0].Add(window).Sub(now), nil
+	oldest := sends[0].at
+	for _, s := range sends[1:] {
+		if s.at.Before(oldest) {
+			oldest = s.at
+		}
 	}
-	l.sent[webhookID] = append(ts, now)
-	return 0, nil
+	if oldest.After(now) {
+		return window, nil
+	}
+	return oldest.Add(window).Sub(now), nil
+}
+
+// Sent is Pacer.Sent in this process.
+func (l *LocalPacer) Sent(_ context.Context, webhookID, sendID uuid.UUID) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sends := l.sent[webhookID]
+	for i := range sends {
+		if sends[i].id == sendID {
+			sends[i].at = l.now()
+		}
+	}
+	return nil
+}
+
+// inWindow keeps, in place, the sends that count at now: those that went
+// less than window ago, and those still to come.
+func inWindow(sends []localSend, now time.Time, window time.Duration) []localSend {
+	kept := sends[:0]
+	for _, s := range sends {
+		if now.Sub(s.at) < window {
+			kept = append(kept, s)
+		}
+	}
+	return kept
 }
 
 func (l *LocalPacer) now() time.Time {

@@ -82,7 +82,8 @@ func TestLocalPacer(t *testing.T) {
 }
 
 // TestPacerAdmitCapsEverySecond lets at most the rate's sends through in
-// any second, whichever process asks, and counts nothing it refuses.
+// any second, whichever process asks, and counts nothing it refuses. The
+// sends are told gone at once, as prompt requests are.
 func TestPacerAdmitCapsEverySecond(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := "furrow-test:pace:" + uuid.NewString() + ":"
@@ -94,41 +95,112 @@ func TestPacerAdmitCapsEverySecond(t *testing.T) {
 		if i%2 == 1 {
 			p = b
 		}
-		if w, err := p.Admit(ctx, hook, 5); err != nil || w != 0 {
+		id := uuid.New()
+		if w, err := p.Admit(ctx, hook, 5, id); err != nil || w != 0 {
 			t.Fatalf("send %d waits %s (%v)", i+1, w, err)
 		}
+		if err := p.Sent(ctx, hook, id); err != nil {
+			t.Fatal(err)
+		}
 	}
-	w1, _ := b.Admit(ctx, hook, 5)
-	w2, _ := a.Admit(ctx, hook, 5)
-	if w1 <= 800*time.Millisecond || w1 > time.Second || w2 > w1 {
-		t.Fatalf("the 6th and 7th sends wait %s and %s, want just under 1s (refusals count nothing)", w1, w2)
+	w1, _ := b.Admit(ctx, hook, 5, uuid.New())
+	w2, _ := a.Admit(ctx, hook, 5, uuid.New())
+	if w1 <= 800*time.Millisecond || w1 > 1010*time.Millisecond || w2 > w1 {
+		t.Fatalf("the 6th and 7th sends wait %s and %s, want just under the window of 1.01s (refusals count nothing)", w1, w2)
 	}
 	time.Sleep(w2)
-	if w, _ := b.Admit(ctx, hook, 5); w != 0 {
+	if w, _ := b.Admit(ctx, hook, 5, uuid.New()); w != 0 {
 		t.Fatalf("after the window: wait %s", w)
+	}
+}
+
+// TestPacerCountsASendFromWhenItWent admits two sends at 2/s whose
+// requests go out 600 ms later: until told, they hold the window, and then
+// they leave it a second after they went, not after they were admitted.
+func TestPacerCountsASendFromWhenItWent(t *testing.T) {
+	c := testenv.Redis(t)
+	p := NewPacer(c, "furrow-test:pace:"+uuid.NewString()+":", nil)
+	ctx := context.Background()
+	hook := uuid.New()
+	first, second := uuid.New(), uuid.New()
+	for _, id := range []uuid.UUID{first, second} {
+		if w, err := p.Admit(ctx, hook, 2, id); err != nil || w != 0 {
+			t.Fatalf("admitting: %s (%v)", w, err)
+		}
+	}
+	if w, _ := p.Admit(ctx, hook, 2, uuid.New()); w != 1010*time.Millisecond {
+		t.Fatalf("while both are on their way: wait %s, want a whole window", w)
+	}
+	time.Sleep(600 * time.Millisecond)
+	went := time.Now()
+	_ = p.Sent(ctx, hook, first)
+	_ = p.Sent(ctx, hook, second)
+	time.Sleep(500 * time.Millisecond) // 1.1 s after they were admitted
+	w, _ := p.Admit(ctx, hook, 2, uuid.New())
+	if left := went.Add(1010 * time.Millisecond).Sub(time.Now()); w < left-20*time.Millisecond || w > left+20*time.Millisecond {
+		t.Fatalf("a second after the admission: wait %s, want about %s (a second after they went)", w, left)
 	}
 }
 
 func TestLocalPacerAdmit(t *testing.T) {
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	l := NewLocalPacer(clock)
+	ctx := context.Background()
 	hook := uuid.New()
 	for i := range 4 {
-		if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
+		id := uuid.New()
+		if w, _ := l.Admit(ctx, hook, 4, id); w != 0 {
 			t.Fatalf("send %d: %s", i+1, w)
 		}
+		_ = l.Sent(ctx, hook, id)
 		clock.Advance(10 * time.Millisecond)
 	}
-	if w, _ := l.Admit(context.Background(), hook, 4); w != 960*time.Millisecond {
-		t.Fatalf("5th: %s, want 960ms", w)
+	if w, _ := l.Admit(ctx, hook, 4, uuid.New()); w != 970*time.Millisecond {
+		t.Fatalf("5th: %s, want 970ms (the window is 1.01 s)", w)
 	}
-	clock.Advance(960 * time.Millisecond)
-	if w, _ := l.Admit(context.Background(), hook, 4); w != 0 {
+	clock.Advance(970 * time.Millisecond)
+	if w, _ := l.Admit(ctx, hook, 4, uuid.New()); w != 0 {
 		t.Fatalf("after the window: %s", w)
 	}
 	slow := uuid.New() // 0.5/s: one send in 2 s
-	l.Admit(context.Background(), slow, 0.5)
-	if w, _ := l.Admit(context.Background(), slow, 0.5); w != 2*time.Second {
-		t.Fatalf("0.5/s: second send waits %s, want 2s", w)
+	id := uuid.New()
+	l.Admit(ctx, slow, 0.5, id)
+	_ = l.Sent(ctx, slow, id)
+	if w, _ := l.Admit(ctx, slow, 0.5, uuid.New()); w != 2020*time.Millisecond {
+		t.Fatalf("0.5/s: second send waits %s, want 2.02s", w)
+	}
+}
+
+// TestLocalPacerCountsASendFromWhenItWent is
+// TestPacerCountsASendFromWhenItWent in one process; and a send never told
+// gone (its process died on the way, say) keeps its place for sendHold.
+func TestLocalPacerCountsASendFromWhenItWent(t *testing.T) {
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	l := NewLocalPacer(clock)
+	ctx := context.Background()
+	hook := uuid.New()
+	first, second := uuid.New(), uuid.New()
+	l.Admit(ctx, hook, 2, first)
+	l.Admit(ctx, hook, 2, second)
+	if w, _ := l.Admit(ctx, hook, 2, uuid.New()); w != 1010*time.Millisecond {
+		t.Fatalf("while both are on their way: wait %s, want a whole window", w)
+	}
+	clock.Advance(600 * time.Millisecond)
+	_ = l.Sent(ctx, hook, first)
+	_ = l.Sent(ctx, hook, second)
+	clock.Advance(500 * time.Millisecond)
+	if w, _ := l.Admit(ctx, hook, 2, uuid.New()); w != 510*time.Millisecond {
+		t.Fatalf("1.1 s after the admission: wait %s, want 510ms (a window after they went)", w)
+	}
+
+	lost := uuid.New()
+	l.Admit(ctx, lost, 1, uuid.New())
+	clock.Advance(sendHold)
+	if w, _ := l.Admit(ctx, lost, 1, uuid.New()); w != 1010*time.Millisecond {
+		t.Fatalf("a send never told gone, %s on: wait %s, want a window", sendHold, w)
+	}
+	clock.Advance(1010 * time.Millisecond)
+	if w, _ := l.Admit(ctx, lost, 1, uuid.New()); w != 0 {
+		t.Fatalf("past its hold and a window: wait %s", w)
 	}
 }

@@ -25,7 +25,7 @@ func (s *Store) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event
 		now := s.now()
 		var free []*event
 		for _, e := range s.events {
-			if !e.dispatched && !e.live(now) && !slices.Contains(c.SkipFarms, e.FarmID) {
+			if !e.dispatched && !e.live(now) && !slices.Contains(c.SkipFarms, e.FarmID) && e.OccurredAtMs >= c.FromMs {
 				free = append(free, e)
 			}
 		}

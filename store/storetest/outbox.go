@@ -23,6 +23,7 @@ func Outbox(t *testing.T, newSubject New) {
 		"ReleaseFreesAtOnceOnlyForTheOwner":    releaseOnlyOwner,
 		"RenewExtendsOnlyLiveLeasesOfTheOwner": renewOnlyLive,
 		"SkipFarms":                            skipFarms,
+		"FromMs":                               fromMs,
 		"MarkDispatchedEndsTheLease":           markEndsLease,
 	})
 }
@@ -186,6 +187,18 @@ func skipFarms(e *env) {
 	e2 := e.pending(f2, 1)
 	e.wantIDs("claim skipping the first farm", e.claim(uuid.New(), 10, time.Minute, f1), e2)
 	e.wantIDs("claim skipping the second farm", e.claim(uuid.New(), 10, time.Minute, f2), e1)
+}
+
+func fromMs(e *env) {
+	farm := e.pendingFarm()
+	all := e.pending(farm, 3)
+	es, err := e.Outbox.ClaimEvents(e.ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute})
+	e.must(err)
+	from := es[1].OccurredAtMs
+	e.clock.Advance(2 * time.Minute) // the first claim's leases expire
+	got, err := e.Outbox.ClaimEvents(e.ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute, FromMs: from})
+	e.must(err)
+	e.wantIDs("claim from the second event's time", ids(got), all[1:])
 }
 
 func markEndsLease(e *env) {
