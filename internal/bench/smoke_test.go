@@ -203,9 +203,11 @@ func TestSmokeDelivery(t *testing.T) {
 		t.Errorf("vs engine %+v; want the rate, latency and CPU ratios", r.VsEngine)
 	}
 	// The run's cost: the machine's CPU, and the server's (furrow dev, with
-	// its embedded Temporal) and PostgreSQL's within it.
-	if c := r.Cost.CPU; c["machine"] <= 0 || c["furrow"] <= 0 || c["postgres"] <= 0 || c["furrow"]+c["postgres"] > c["machine"]*1.05 {
-		t.Errorf("cost %v; want the machine's busy CPU, and furrow and postgres within it", c)
+	// its embedded Temporal) within it, and PostgreSQL's. (PostgreSQL's
+	// may exceed the machine's: backends that exit during the run, other
+	// tests' among them, count with all the CPU they ever used.)
+	if c := r.Cost.CPU; c["machine"] <= 0 || c["furrow"] <= 0 || c["postgres"] <= 0 || c["furrow"] > c["machine"]*1.05 {
+		t.Errorf("cost %v; want the machine's busy CPU, furrow's within it, and postgres's", c)
 	}
 	if r.Settings["max_connections"] == "" || r.Load == [3]float64{} {
 		t.Errorf("load %v, settings %v; want the machine's load and PostgreSQL's settings", r.Load, r.Settings)
