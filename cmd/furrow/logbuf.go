@@ -19,8 +19,8 @@ const (
 // logBuffer gathers the log lines of a long-running command and writes
 // them to out in one call every logFlushEvery, instead of one write per
 // line: at thousands of requests a second, writing each request's line was
-// about a tenth of the CPU of a stored reading, in furrow and in whatever
-// reads its output (BENCHMARKS.md). serviceLogger writes the buffer out
+// about a tenth of furrow's CPU per stored reading, plus a read in whatever
+// collects its output (BENCHMARKS.md). serviceLogger writes the buffer out
 // at once after a line at Warn or above, so that what led to a failure is
 // out when the failure is; close writes the rest. A process killed outright
 // (SIGKILL, an unrecovered panic) loses at most logFlushEvery of lines;
