@@ -12,6 +12,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/memstore"
+	"github.com/google/uuid"
 )
 
 func readingBody(device string, metric, value string) string {
@@ -351,4 +352,20 @@ type stallingReadings struct{ furrow.ReadingService }
 func (stallingReadings) CreateReading(ctx context.Context, _ furrow.Reading, _ *furrow.SecretHash) (furrow.Reading, furrow.OutboxEvent, error) {
 	<-ctx.Done()
 	return furrow.Reading{}, furrow.OutboxEvent{}, ctx.Err()
+}
+
+func TestEveryAnswerHasItsOwnVersion4RequestID(t *testing.T) {
+	h := newHarness(t)
+	seen := map[string]bool{}
+	for range 3 {
+		id := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", "1")).Header.Get("X-Request-Id")
+		u, err := uuid.Parse(id)
+		if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != id {
+			t.Fatalf("X-Request-Id %q is not a canonical version-4 UUID (%v)", id, err)
+		}
+		if seen[id] {
+			t.Fatalf("X-Request-Id %q given twice", id)
+		}
+		seen[id] = true
+	}
 }

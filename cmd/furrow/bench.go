@@ -90,6 +90,13 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 		// HTTPRatio and DatabaseRatio are the 201/s over each ceiling.
 		HTTPRatio     float64 `json:"http_ceiling_ratio,omitempty"`
 		DatabaseRatio float64 `json:"database_ceiling_ratio,omitempty"`
+		// Build is the build of the binary, which serves when no --url
+		// is given: "production" (-tags nodev,bench) or "dev".
+		Build string `json:"build"`
+	}
+	rep.Build = buildKind
+	if c.URL == "" && buildKind != "production" {
+		log.Warn("bench ingest: this binary is the dev build, and the server it starts is too (its memory includes the embedded Temporal); build with -tags nodev,bench for the production figures")
 	}
 	rep.RateCap = bench.RateCap(c.Devices, c.Warmup+c.Duration)
 	if !*skipCeilings {
@@ -123,6 +130,9 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 			rep.Baseline.Print(out)
 		}
 		rep.Ingest.Print(out)
+		if c.URL == "" {
+			fmt.Fprintf(out, "  server: furrow serve of the %s build\n", rep.Build)
+		}
 		fmt.Fprintf(out, "  rate limit: %d devices may be accepted at most %.0f/s over this run\n", c.Devices, rep.RateCap)
 		if rep.Baseline != nil {
 			fmt.Fprintf(out, "ratio: %.2f of the baseline (201/s over baseline tx/s)\n", rep.Ratio)

@@ -8,6 +8,9 @@ import (
 	"log/slog"
 )
 
+// buildKind names the build in the figures of `furrow bench ingest`.
+const buildKind = "production"
+
 // startDevTemporal is absent from production builds (-tags nodev), which
 // leave the embedded Temporal and its UI out of the binary; `furrow dev`
 // then needs FURROW_TEMPORAL_ADDRESS.

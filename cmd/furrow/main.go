@@ -111,7 +111,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	switch args[0] {
 	case "dev", "serve", "worker":
-		return runService(ctx, args[0], cfg, logger, stdout)
+		buf := newLogBuffer(stderr, logFlushEvery)
+		defer buf.close()
+		return runService(ctx, args[0], cfg, serviceLogger(buf), stdout)
 	case "migrate":
 		return runMigrate(ctx, cfg, logger)
 	case "admin":
