@@ -1,33 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/furrowhq/furrow/internal/testenv"
 )
 
-// lockedBuffer is a bytes.Buffer safe for the flusher and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestServiceLogWritesInfoLaterAndWarningsAtOnce(t *testing.T) {
-	var out lockedBuffer
+	var out testenv.Buffer
 	buf := newLogBuffer(&out, time.Hour)
 	log := serviceLogger(buf).With("component", "api")
 	log.Info("first")
@@ -47,7 +29,7 @@ func TestServiceLogWritesInfoLaterAndWarningsAtOnce(t *testing.T) {
 }
 
 func TestServiceLogWritesInfoWithinItsInterval(t *testing.T) {
-	var out lockedBuffer
+	var out testenv.Buffer
 	buf := newLogBuffer(&out, 10*time.Millisecond)
 	defer buf.close()
 	serviceLogger(buf).Info("waiting")
