@@ -104,8 +104,8 @@ func (d *Dispatcher) claimOthers(ctx context.Context, batch []furrow.Event, skip
 }
 
 // dispatchFarms dispatches each farm's events in its own goroutine, with at
-// most cfg.Parallel store calls and cfg.Starts workflow starts in flight. A shared fault stops the batch through
-// stop.
+// most cfg.Parallel store calls and cfg.Starts workflow starts in flight.
+// A shared fault stops the batch through stop.
 func (d *Dispatcher) dispatchFarms(ctx context.Context, stop context.CancelCauseFunc, events []furrow.Event) []farmResult {
 	farms := byFarm(events)
 	results := make([]farmResult, len(farms))
