@@ -11,15 +11,22 @@ import (
 // cpuGroups names the processes whose CPU a run reports, by command name:
 // every PostgreSQL backend, the Redis server and the Temporal server on
 // this machine. The bench process itself (load generator, and the
-// in-process ceiling server or bare engine's worker) is "bench", and a
-// server under test started or named by pid, or any other process whose
-// command starts with "furrow" (the replicas of a deployment), is "furrow".
+// in-process ceiling server or bare engine's worker) is "bench". The
+// server under test is "furrow": the process started or named by pid or,
+// when there is none (a running deployment given by URL), every process
+// whose command starts with "furrow", its replicas.
 var cpuGroups = map[string]string{"postgres": "postgres", "redis-server": "redis", "temporal-server": "temporal"}
 
 // groupCPU measures the CPU time of process groups between start and stop.
 type groupCPU struct {
 	server int
-	begin  map[string]time.Duration
+	begin  map[int]procCPU
+}
+
+// procCPU is one process's group and CPU time so far.
+type procCPU struct {
+	group string
+	cpu   time.Duration
 }
 
 func startGroupCPU() *groupCPU { return startGroupCPUWith(0) }
@@ -29,21 +36,27 @@ func startGroupCPUWith(server int) *groupCPU {
 	return &groupCPU{server: server, begin: readGroupCPU(server)}
 }
 
-// stop returns the CPU seconds each group used since start.
+// stop returns the CPU seconds each group used since start: for each
+// process alive at the end, what it used since start (all of it if it
+// started since). A process that exits in between is lost, unless its
+// parent reaps it: PostgreSQL's backends then count in the postmaster's
+// figure with all the CPU they ever used.
 func (g *groupCPU) stop() map[string]float64 {
-	end := readGroupCPU(g.server)
 	out := map[string]float64{}
-	for k, v := range end {
-		out[k] = (v - g.begin[k]).Seconds()
+	for pid, p := range readGroupCPU(g.server) {
+		used := p.cpu
+		if b, ok := g.begin[pid]; ok && b.group == p.group {
+			used -= b.cpu
+		}
+		out[p.group] += used.Seconds()
 	}
 	return out
 }
 
-// readGroupCPU adds up, for each group, the CPU time of its live processes
-// and of their reaped children (PostgreSQL's exited backends are counted in
-// the postmaster's). Linux only; an unreadable process is skipped.
-func readGroupCPU(server int) map[string]time.Duration {
-	out := map[string]time.Duration{}
+// readGroupCPU reads the CPU time of each process of a group, its reaped
+// children's included. Linux only; an unreadable process is skipped.
+func readGroupCPU(server int) map[int]procCPU {
+	out := map[int]procCPU{}
 	self := os.Getpid()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
@@ -62,7 +75,7 @@ func readGroupCPU(server int) map[string]time.Duration {
 		switch {
 		case pid == self:
 			group = "bench"
-		case pid == server || strings.HasPrefix(name, "furrow"):
+		case pid == server || (server == 0 && strings.HasPrefix(name, "furrow")):
 			group = "furrow"
 		}
 		if group == "" {
@@ -77,7 +90,7 @@ func readGroupCPU(server int) map[string]time.Duration {
 			n, _ := strconv.ParseInt(f[i], 10, 64)
 			ticks += n
 		}
-		out[group] += time.Duration(ticks) * clockTick
+		out[pid] = procCPU{group: group, cpu: time.Duration(ticks) * clockTick}
 	}
 	return out
 }

@@ -124,12 +124,16 @@ func TestSmokeIngest(t *testing.T) {
 	if warm.Requests == 0 || warm.Status["201"] == 0 {
 		t.Fatalf("warm-up %+v; want 201s reported apart", warm)
 	}
-	// The warm-up's readings are stored too. A fast machine may reach every
-	// device's limit (furrow.RateLimit a minute): then exactly that many are accepted in
-	// all and the rest are 429.
+	// The warm-up's readings are stored too. A fast machine may reach the
+	// devices' limit (furrow.RateLimit a minute). The warm-up and the run
+	// each take the devices in turn from the first, so no device posts more
+	// than two requests more than another: once one is refused, every
+	// device has had at least RateLimit-2 accepted, and none more than
+	// RateLimit.
 	created, limited := in.Status["201"]+warm.Status["201"], in.Status["429"]+warm.Status["429"]
-	if created == 0 || created+limited != in.Requests+warm.Requests || (limited > 0 && created != furrow.RateLimit*devices) {
-		t.Fatalf("status counts %v and warm-up %v of %d requests; want 201s, and 429s only past %d",
+	if created == 0 || created+limited != in.Requests+warm.Requests ||
+		(limited > 0 && (created < (furrow.RateLimit-2)*devices || created > furrow.RateLimit*devices)) {
+		t.Fatalf("status counts %v and warm-up %v of %d requests; want 201s, and 429s only once about %d are accepted",
 			in.Status, warm.Status, in.Requests, furrow.RateLimit*devices)
 	}
 	if in.Stored != created || in.Events != created {
