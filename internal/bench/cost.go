@@ -78,6 +78,9 @@ func machineBusy() time.Duration {
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 5 {
+		return 0
+	}
 	var busy int64
 	for i, s := range f[1:min(len(f), 9)] {
 		if i == 3 || i == 4 { // idle, iowait
@@ -182,8 +185,9 @@ func loadAverage() [3]float64 {
 	if err != nil {
 		return l
 	}
-	for i, f := range strings.Fields(string(b))[:3] {
-		l[i], _ = strconv.ParseFloat(f, 64)
+	f := strings.Fields(string(b))
+	for i := range min(len(f), 3) {
+		l[i], _ = strconv.ParseFloat(f[i], 64)
 	}
 	return l
 }
