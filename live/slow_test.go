@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,13 +126,19 @@ func TestSlowClientThatReadsGets1008(t *testing.T) {
 // buffer makes its TCP window fill soon, as a slow client's does.
 func dialSlow(t *testing.T, w *world, topic live.Topic) *websocket.Conn {
 	t.Helper()
-	tiny := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(4096)
+	// The buffer is set before connecting: shrunk after, below the window
+	// already offered, the kernel drops data the sender then retransmits
+	// with a growing backoff, and the client stalls for many seconds.
+	dialer := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); cerr != nil {
+			return cerr
 		}
-		return c, err
-	}}}
+		return err
+	}}
+	tiny := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
 	return w.dialWith(t, &websocket.DialOptions{
 		HTTPClient: tiny,
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}},
