@@ -40,9 +40,11 @@ type farmResult struct {
 // side. A farm whose dispatch fails has its unfinished claims given back at
 // once and is left aside for a while; the other farms go on. A shared fault
 // (the database or Temporal unreachable) stops the whole batch and gives
-// every unfinished claim back. It returns the first error met.
+// every unfinished claim back. While a full batch is worked on, other
+// farms' events are dispatched beside it as they come (see express). It
+// returns the first error met.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
-	skip := d.farms.skipped(d.deps.Clock.Now())
+	skip := d.skippedFarms()
 	cctx, cancel := d.callCtx(ctx)
 	events, err := d.deps.Outbox.ClaimEvents(cctx, furrow.Claim{
 		Owner: d.owner, Limit: d.cfg.Batch, Lease: d.cfg.Lease, SkipFarms: skip,
@@ -55,61 +57,50 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
 		return Pass{}, nil
 	}
 	full := len(events) == d.cfg.Batch
+	sem := slots{store: make(chan struct{}, d.cfg.Parallel), starts: make(chan struct{}, d.cfg.Starts)}
+	done := make(chan struct{})
+	var lane <-chan laneResult
 	if full {
-		events = append(events, d.claimOthers(ctx, events, skip)...)
+		lane = d.startExpress(ctx, done, events, sem.store)
 	}
-	bctx, stop := context.WithCancelCause(ctx)
-	renewing := d.keepLeased(bctx, stop, eventIDs(events))
-	results := d.dispatchFarms(bctx, stop, events)
-	stop(nil)
-	<-renewing
-	p, err := d.settle(ctx, results)
-	p.Claimed = len(events)
-	err = errors.Join(firstFailure(bctx, results), err)
+	p, err := d.work(ctx, events, sem)
+	close(done)
+	if lane != nil {
+		r := <-lane
+		p, err = p.add(r.pass), errors.Join(err, r.err)
+	}
 	p.Full = full && err == nil
 	return p, err
 }
 
-// othersEvery is how often at most a dispatcher claims other farms' events
-// beside a full batch. Such a claim walks past the backlog of the batch's
-// farms, so under one farm's large backlog it costs a scan per period, not
-// one per batch.
-const othersEvery = 500 * time.Millisecond
-
-// claimOthers claims, beside a full batch, up to a quarter batch of the
-// events of farms not in it, stored since its last event. Without it, one
-// farm's burst (a thousand devices reporting at once) would hold every
-// other farm's events back until the burst is dispatched. A failure claims
-// nothing: later passes claim those events in turn.
-func (d *Dispatcher) claimOthers(ctx context.Context, batch []furrow.Event, skip []uuid.UUID) []furrow.Event {
-	now := d.deps.Clock.Now()
-	if now.Before(d.othersAt) {
-		return nil
-	}
-	d.othersAt = now.Add(othersEvery)
-	for _, f := range byFarm(batch) {
-		skip = append(skip, f.farm)
-	}
-	cctx, cancel := d.callCtx(ctx)
-	defer cancel()
-	events, err := d.deps.Outbox.ClaimEvents(cctx, furrow.Claim{
-		Owner: d.owner, Limit: max(1, d.cfg.Batch/4), Lease: d.cfg.Lease, SkipFarms: skip,
-		FromMs: batch[len(batch)-1].OccurredAtMs,
-	})
-	if err != nil {
-		d.deps.Logger.WarnContext(ctx, "claiming other farms' events beside a full batch failed", "err", err, "dispatcher", d.owner)
-		return nil
-	}
-	return events
+// work dispatches claimed events under renewed leases, then settles them.
+func (d *Dispatcher) work(ctx context.Context, events []furrow.Event, sem slots) (Pass, error) {
+	bctx, stop := context.WithCancelCause(ctx)
+	renewing := d.keepLeased(bctx, stop, eventIDs(events))
+	results := d.dispatchFarms(bctx, stop, sem, events)
+	stop(nil)
+	<-renewing
+	p, err := d.settle(ctx, results)
+	p.Claimed = len(events)
+	return p, errors.Join(firstFailure(bctx, results), err)
 }
 
-// dispatchFarms dispatches each farm's events in its own goroutine, with at
-// most cfg.Parallel store calls and cfg.Starts workflow starts in flight.
-// A shared fault stops the batch through stop.
-func (d *Dispatcher) dispatchFarms(ctx context.Context, stop context.CancelCauseFunc, events []furrow.Event) []farmResult {
+// add sums two passes' counts.
+func (p Pass) add(q Pass) Pass {
+	p.Claimed += q.Claimed
+	p.Dispatched += q.Dispatched
+	p.Released += q.Released
+	p.FailedFarms += q.FailedFarms
+	p.Shared = p.Shared || q.Shared
+	return p
+}
+
+// dispatchFarms dispatches each farm's events in its own goroutine, with
+// the store calls and workflow starts in flight bounded by sem. A shared
+// fault stops the batch through stop.
+func (d *Dispatcher) dispatchFarms(ctx context.Context, stop context.CancelCauseFunc, sem slots, events []furrow.Event) []farmResult {
 	farms := byFarm(events)
 	results := make([]farmResult, len(farms))
-	sem := slots{store: make(chan struct{}, d.cfg.Parallel), starts: make(chan struct{}, d.cfg.Starts)}
 	var wg sync.WaitGroup
 	for i, f := range farms {
 		wg.Go(func() {

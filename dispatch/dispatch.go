@@ -12,6 +12,7 @@ package dispatch
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,10 +66,11 @@ type Dispatcher struct {
 	deps  Deps
 	owner uuid.UUID // names this dispatcher's leases in the outbox
 	wake  chan struct{}
-	// Touched by the goroutine running passes only.
+	// mu guards what a pass and the express passes beside it keep of the
+	// farms.
+	mu         sync.Mutex
 	farms      farmBackoffs
-	failStreak int       // farms failed on their own since one succeeded
-	othersAt   time.Time // when claimOthers may claim again
+	failStreak int // farms failed on their own since one succeeded
 }
 
 var _ furrow.Waker = (*Dispatcher)(nil)
@@ -133,7 +135,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			return nil
 		}
 		switch {
-		case err != nil && p.Dispatched == 0 && (p.Shared || d.failStreak >= 2):
+		case err != nil && p.Dispatched == 0 && (p.Shared || d.failingFarms() >= 2):
 			backoff = min(max(2*backoff, time.Second), d.cfg.MaxBackoff)
 			d.deps.Metrics.DispatchBackingOff(backoff)
 			d.deps.Logger.WarnContext(ctx, "dispatch failed; waiting before claiming again",

@@ -379,17 +379,35 @@ func TestDispatchFullBatchLeavesRoomForOtherFarms(t *testing.T) {
 	if !w.isDispatched(other.ID) || !w.isDispatched(burst[3].ID) || w.isDispatched(burst[4].ID) {
 		t.Fatal("the first pass did not dispatch the burst's 4 oldest and the other farm's event")
 	}
-	claims := w.calls.Count("ClaimEvents")
-	more := w.addEventsOf(other.FarmID, 1)[0]
-	if _, err := w.d.DispatchOnce(context.Background()); err != nil {
-		t.Fatal(err)
+}
+
+// While a burst's batch waits on its starts, another farm's event stored
+// meanwhile is dispatched beside it at once, not after the batch.
+func TestDispatchOtherFarmsGoAheadOfAWaitingBatch(t *testing.T) {
+	w := newWorld(Config{Batch: 4})
+	w.addEvents(8)
+	w.starter.block, w.starter.blockFarm = make(chan struct{}), w.farm
+	passed := make(chan Pass, 1)
+	go func() {
+		p, err := w.d.DispatchOnce(context.Background())
+		if err != nil {
+			t.Errorf("pass: %v", err)
+		}
+		passed <- p
+	}()
+	waitFor(t, func() bool { n, _ := w.starter.waiting(); return n == 4 })
+	other := w.addEventsOf(w.addFarm(), 1)[0]
+	w.d.Wake()
+	waitFor(t, func() bool { return w.isDispatched(other.ID) })
+	if n, _ := w.starter.waiting(); n != 4 {
+		t.Fatalf("%d of the batch's starts waiting, want all 4: the other farm's event should not wait for them", n)
 	}
-	if n := w.calls.Count("ClaimEvents") - claims; n != 1 || w.isDispatched(more.ID) {
-		t.Fatalf("a pass right after made %d claims, want 1: other farms are looked for at most every %s", n, othersEvery)
+	close(w.starter.block)
+	if p := <-passed; p.Claimed != 5 || p.Dispatched != 5 || !p.Full {
+		t.Fatalf("pass %+v, want the full batch and the other farm's event", p)
 	}
-	w.clock.Advance(othersEvery)
-	if _, err := w.d.DispatchOnce(context.Background()); err != nil || !w.isDispatched(more.ID) || w.isDispatched(burst[12].ID) {
-		t.Fatalf("after %s the other farm's new event is not claimed beside the batch (%v)", othersEvery, err)
+	if w.fullClaims() != 2 {
+		t.Fatalf("%d claims returned events, want the batch's and the other farm's", w.fullClaims())
 	}
 }
 

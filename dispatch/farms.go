@@ -50,7 +50,8 @@ func (f farmBackoffs) skipped(now time.Time) []uuid.UUID {
 
 // noteFarms keeps the count of farms that failed on their own since one
 // last succeeded. Two or more mean the fault is likely this dispatcher's
-// (a database role that cannot read webhooks, say), not the farms'.
+// (a database role that cannot read webhooks, say), not the farms'. The
+// caller holds d.mu.
 func (d *Dispatcher) noteFarms(results []farmResult) {
 	failed := 0
 	for _, r := range results {
@@ -63,4 +64,19 @@ func (d *Dispatcher) noteFarms(results []farmResult) {
 		}
 	}
 	d.failStreak += failed
+}
+
+// skippedFarms lists the farms left aside now.
+func (d *Dispatcher) skippedFarms() []uuid.UUID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.farms.skipped(d.deps.Clock.Now())
+}
+
+// failingFarms is the count of farms failed on their own since one last
+// succeeded.
+func (d *Dispatcher) failingFarms() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failStreak
 }

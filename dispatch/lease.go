@@ -52,6 +52,7 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 		shared           bool
 	)
 	now := d.deps.Clock.Now()
+	d.mu.Lock()
 	for _, r := range results {
 		done = append(done, r.done...)
 		switch {
@@ -71,6 +72,7 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 		d.deps.Metrics.DispatchFarmFailed(true)
 	}
 	d.noteFarms(results)
+	d.mu.Unlock()
 	var err error
 	if len(done) > 0 {
 		cctx, cancel := d.callCtx(ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -12,13 +13,15 @@ import (
 )
 
 // starter records starts and acts like Temporal on duplicate IDs. block,
-// if set, is waited on (or the call's end) before each start.
+// if set, is waited on (or the call's end) before each start, or, when
+// blockFarm is set too, before each start of that farm's events.
 type starter struct {
 	mu          sync.Mutex
 	started     map[string]client.StartWorkflowOptions
 	inputs      map[string]workflows.DeliveryInput
 	err         error
 	block       chan struct{}
+	blockFarm   uuid.UUID
 	noDeadlines int
 	// inFlight counts the calls waiting on block, and maxInFlight the most
 	// at once.
@@ -26,7 +29,7 @@ type starter struct {
 }
 
 func (s *starter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
-	if s.block != nil {
+	if s.block != nil && (s.blockFarm == uuid.Nil || args[0].(workflows.DeliveryInput).FarmID == s.blockFarm) {
 		s.mu.Lock()
 		s.inFlight++
 		s.maxInFlight = max(s.maxInFlight, s.inFlight)

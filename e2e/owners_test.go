@@ -185,6 +185,8 @@ func TestWebhookRateEndToEnd(t *testing.T) {
 		rate+1, shortestSpan(slowAt, rate+1), shortestSpan(sends, rate+1))
 	during, after := splitLatency(fastSent, fastLatency, startedIn)
 	t.Logf("the other farm while the burst's workflows were started: %s; afterwards: %s", during, after)
+	t.Logf("of which from stored to dispatched (every workflow of the event started), while the burst's were started: %s",
+		outboxWaits(t, e.db, other.fx.FarmID, start, start.Add(startedIn)))
 	// The guarantees: every event delivered with one attempt, none failed
 	// or burnt waiting, never more sends in a second than the rate by the
 	// delivery log (the Pacer counts each send from when its request was
@@ -231,6 +233,31 @@ func dispatchedAt(t *testing.T, databaseURL, farmID string) <-chan time.Time {
 		}
 		out <- time.Time{}
 	}()
+	return out
+}
+
+// outboxWaits reads, for the farm's events that occurred in [from, to), the
+// time from their storing to their being marked dispatched.
+func outboxWaits(t *testing.T, databaseURL, farmID string, from, to time.Time) latencies {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, _ := c.Query(ctx, `SELECT dispatched_at_ms - occurred_at_ms FROM events
+		WHERE farm_id = $1 AND occurred_at_ms >= $2 AND occurred_at_ms < $3 AND dispatched_at_ms IS NOT NULL`,
+		farmID, from.UnixMilli(), to.UnixMilli())
+	ms, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(latencies, len(ms))
+	for i, m := range ms {
+		out[i] = time.Duration(m) * time.Millisecond
+	}
 	return out
 }
 

@@ -1,0 +1,131 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+)
+
+// While a full batch is worked on, other farms' events are looked for at
+// once, on each wake (an event stored by this process) and at least every
+// expressEvery. A look walks past the batch's farms' backlog, so looks are
+// at least expressGap apart and take at most a tenth of the time: after a
+// look of d, the next waits at least 10·d.
+const (
+	expressEvery = 250 * time.Millisecond
+	expressGap   = 50 * time.Millisecond
+	expressShare = 10
+)
+
+// laneResult is what the express passes beside one batch did.
+type laneResult struct {
+	pass Pass
+	err  error
+}
+
+// startExpress dispatches, until done is closed, the events of the farms
+// not in batch in passes of their own beside it, so that one farm's burst
+// (a thousand devices reporting at once) holds another farm's events back
+// by one look, not by the burst. They share the batch's store slots but
+// have starts of their own: the batch's starts would otherwise keep them
+// waiting. The channel gets the result once done is closed and the pass in
+// flight has ended.
+func (d *Dispatcher) startExpress(ctx context.Context, done <-chan struct{}, batch []furrow.Event, store chan struct{}) <-chan laneResult {
+	out := make(chan laneResult, 1)
+	var farms []uuid.UUID
+	for _, f := range byFarm(batch) {
+		farms = append(farms, f.farm)
+	}
+	claim := furrow.Claim{
+		Owner: d.owner, Limit: max(1, d.cfg.Batch/4), Lease: d.cfg.Lease,
+		// Other farms' events stored before the batch's last were older
+		// than it, and so in it, unless their farm was left aside.
+		FromMs: batch[len(batch)-1].OccurredAtMs,
+	}
+	sem := slots{store: store, starts: make(chan struct{}, max(1, d.cfg.Starts/4))}
+	go func() {
+		p, err := d.express(ctx, done, claim, farms, sem)
+		out <- laneResult{p, err}
+	}()
+	return out
+}
+
+// express runs the looks of startExpress. A wake it took is handed back on
+// return, so that Run does not sleep on an event stored meanwhile.
+func (d *Dispatcher) express(ctx context.Context, done <-chan struct{}, claim furrow.Claim, farms []uuid.UUID, sem slots) (Pass, error) {
+	var (
+		total Pass
+		errs  error
+		woken bool
+	)
+	defer func() {
+		if woken {
+			d.Wake()
+		}
+	}()
+	for {
+		began := time.Now()
+		// Farms left aside after a failure, here or in the batch, stay
+		// aside.
+		claim.SkipFarms = append(d.skippedFarms(), farms...)
+		p, err := d.expressPass(ctx, claim, sem)
+		total, errs = total.add(p), errors.Join(errs, err)
+		if p.Shared {
+			return total, errs // the batch meets the same fault
+		}
+		next := began.Add(max(expressGap, expressShare*time.Since(began)))
+		if !d.expressWait(ctx, done, &woken) || !untilOrDone(ctx, done, next) {
+			return total, errs
+		}
+	}
+}
+
+// expressPass claims other farms' events and dispatches them.
+func (d *Dispatcher) expressPass(ctx context.Context, claim furrow.Claim, sem slots) (Pass, error) {
+	cctx, cancel := d.callCtx(ctx)
+	events, err := d.deps.Outbox.ClaimEvents(cctx, claim)
+	cancel()
+	if err != nil {
+		return Pass{Shared: true}, fmt.Errorf("claim other farms' events beside a full batch: %w", err)
+	}
+	if len(events) == 0 {
+		return Pass{}, nil
+	}
+	return d.work(ctx, events, sem)
+}
+
+// expressWait waits for a wake or expressEvery; false means done is closed
+// or ctx ended.
+func (d *Dispatcher) expressWait(ctx context.Context, done <-chan struct{}, woken *bool) bool {
+	t := time.NewTimer(expressEvery)
+	defer t.Stop()
+	select {
+	case <-done:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-d.wake:
+		*woken = true
+	case <-t.C:
+	}
+	return true
+}
+
+// untilOrDone waits until at; false means done is closed or ctx ended.
+func untilOrDone(ctx context.Context, done <-chan struct{}, at time.Time) bool {
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-done:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
