@@ -23,6 +23,7 @@ func runBench(ctx context.Context, cfg Config, args []string, stdout io.Writer, 
 	if len(args) == 0 {
 		return fmt.Errorf("bench: expected baseline, ingest or delivery: %w", errUsage)
 	}
+	paceBenchGC()
 	fs := flag.NewFlagSet("furrow bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	jsonOut := fs.Bool("json", false, "print the result as JSON")

@@ -18,10 +18,22 @@ const (
 // paceGC applies serveGCPercent and serveMemoryLimit, each unless the
 // operator set GOGC or GOMEMLIMIT, whose word is final.
 func paceGC() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(serveGCPercent)
-	}
+	gcPercentUnlessSet(serveGCPercent)
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(serveMemoryLimit)
+	}
+}
+
+// paceBenchGC gives the load generator of `furrow bench` the server's
+// growth, unless GOGC is set: at Go's default its own collections, on the
+// same cores, added their pauses to the latencies it measures (p99 at
+// 3,333 readings/s 14 to 18 ms, against 6 ms with the bench at 400%). It
+// takes no memory limit: its heap is not the service's.
+func paceBenchGC() { gcPercentUnlessSet(serveGCPercent) }
+
+// gcPercentUnlessSet sets the GC percent unless GOGC is set.
+func gcPercentUnlessSet(percent int) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(percent)
 	}
 }
