@@ -197,9 +197,9 @@ type EventPublisher interface {
 	PublishEvent(e Event)
 }
 
-// Waker wakes the outbox dispatcher after events were committed.
+// Waker wakes the outbox dispatcher after events of farm were committed.
 type Waker interface {
-	Wake()
+	Wake(farm uuid.UUID)
 }
 
 // DeliveryControl is the delivery engine as the API sees it.

@@ -27,7 +27,7 @@ func (s *server) createEvent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.Waker != nil && stored.Pending {
-		s.Waker.Wake()
+		s.Waker.Wake(stored.FarmID)
 	}
 	if s.EventPublisher != nil {
 		s.EventPublisher.PublishEvent(stored.Event)

@@ -140,7 +140,7 @@ func (e *engine) PublishEvent(ev furrow.Event) {
 	e.events = append(e.events, ev)
 }
 
-func (e *engine) Wake() {
+func (e *engine) Wake(uuid.UUID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.wakes++

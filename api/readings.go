@@ -57,7 +57,7 @@ func (s *server) acceptReading(w http.ResponseWriter, r *http.Request, cred devi
 		s.Publisher.Publish(furrow.LiveReading{Reading: stored})
 	}
 	if s.Waker != nil && ev.Pending {
-		s.Waker.Wake()
+		s.Waker.Wake(stored.FarmID)
 	}
 	writeJSON(w, http.StatusCreated, stored)
 	return nil

@@ -45,6 +45,7 @@ type farmResult struct {
 // returns the first error met.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
 	skip := d.skippedFarms()
+	d.woken.takeOthers(nil) // this claim looks for every farm
 	cctx, cancel := d.callCtx(ctx)
 	events, err := d.deps.Outbox.ClaimEvents(cctx, furrow.Claim{
 		Owner: d.owner, Limit: d.cfg.Batch, Lease: d.cfg.Lease, SkipFarms: skip,

@@ -66,6 +66,7 @@ type Dispatcher struct {
 	deps  Deps
 	owner uuid.UUID // names this dispatcher's leases in the outbox
 	wake  chan struct{}
+	woken wokenFarms // the farms of the wakes since a claim looked for them
 	// mu guards what a pass and the express passes beside it keep of the
 	// farms.
 	mu         sync.Mutex
@@ -110,10 +111,17 @@ func orDefault[T int | time.Duration](v, def T) T {
 // Owner is the id this dispatcher's leases carry in the outbox.
 func (d *Dispatcher) Owner() uuid.UUID { return d.owner }
 
-// Wake asks the dispatcher to look at the outbox now. It never blocks, and
-// wakes arriving while one is pending coalesce into it. A dispatcher backing
-// off after failures keeps the wake for when its wait is over.
-func (d *Dispatcher) Wake() {
+// Wake asks the dispatcher to look at the outbox now, for events of farm
+// stored by this process. It never blocks, and wakes arriving while one is
+// pending coalesce into it. A dispatcher backing off after failures keeps
+// the wake for when its wait is over.
+func (d *Dispatcher) Wake(farm uuid.UUID) {
+	d.woken.note(farm)
+	d.signal()
+}
+
+// signal makes a wake pending.
+func (d *Dispatcher) signal() {
 	select {
 	case d.wake <- struct{}{}:
 	default:

@@ -397,7 +397,7 @@ func TestDispatchOtherFarmsGoAheadOfAWaitingBatch(t *testing.T) {
 	}()
 	waitFor(t, func() bool { n, _ := w.starter.waiting(); return n == 4 })
 	other := w.addEventsOf(w.addFarm(), 1)[0]
-	w.d.Wake()
+	w.d.Wake(other.FarmID)
 	waitFor(t, func() bool { return w.isDispatched(other.ID) })
 	if n, _ := w.starter.waiting(); n != 4 {
 		t.Fatalf("%d of the batch's starts waiting, want all 4: the other farm's event should not wait for them", n)
@@ -408,6 +408,27 @@ func TestDispatchOtherFarmsGoAheadOfAWaitingBatch(t *testing.T) {
 	}
 	if w.fullClaims() != 2 {
 		t.Fatalf("%d claims returned events, want the batch's and the other farm's", w.fullClaims())
+	}
+}
+
+// Wakes of the farm whose burst is in flight cost no look for other farms:
+// only wakes of other farms, and the period, do.
+func TestDispatchOwnWakesDoNotLookBesideTheBatch(t *testing.T) {
+	w := newWorld(Config{Batch: 4})
+	w.addEvents(8)
+	w.starter.block, w.starter.blockFarm = make(chan struct{}), w.farm
+	defer close(w.starter.block)
+	go func() { _, _ = w.d.DispatchOnce(context.Background()) }()
+	waitFor(t, func() bool { n, _ := w.starter.waiting(); return n == 4 })
+	waitFor(t, func() bool { return w.calls.Count("ClaimEvents") == 2 }) // the batch, the first look
+	began := time.Now()
+	for range 20 {
+		w.d.Wake(w.farm)
+		time.Sleep(5 * time.Millisecond)
+	}
+	periods := int(time.Since(began) / expressEvery)
+	if n := w.calls.Count("ClaimEvents") - 2; n > periods {
+		t.Fatalf("20 wakes of the batch's own farm made %d looks in %d periods of %s", n, periods, expressEvery)
 	}
 }
 
@@ -487,7 +508,7 @@ func TestDispatchLostLeaseStopsBatch(t *testing.T) {
 func TestWakeCoalesces(t *testing.T) {
 	w := newWorld(Config{Batch: 10})
 	for range 100 {
-		w.d.Wake() // must not block
+		w.d.Wake(w.farm) // must not block
 	}
 	if n := len(w.d.wake); n != 1 {
 		t.Fatalf("%d pending wakes, want 1", n)
@@ -501,7 +522,7 @@ func TestRunDispatchesOnWake(t *testing.T) {
 	go func() { done <- w.d.Run(ctx) }()
 	waitFor(t, func() bool { return w.calls.Count("ClaimEvents") >= 1 })
 	e := w.addEvents(1)[0]
-	w.d.Wake()
+	w.d.Wake(w.farm)
 	waitFor(t, func() bool { return w.isDispatched(e.ID) })
 	cancel()
 	if err := <-done; err != nil {
@@ -523,7 +544,7 @@ func TestRunBacksOffBeforeClaiming(t *testing.T) {
 	go func() { done <- w.d.Run(ctx) }()
 	stopWaking := time.Now().Add(1500 * time.Millisecond)
 	for time.Now().Before(stopWaking) {
-		w.d.Wake()
+		w.d.Wake(w.farm)
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()

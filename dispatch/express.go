@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,8 +14,9 @@ import (
 )
 
 // While a full batch is worked on, other farms' events are looked for at
-// once, on each wake (an event stored by this process) and at least every
-// expressEvery. A look walks past the batch's farms' backlog, so looks are
+// once, on each wake for a farm not in the batch (an event stored by this
+// process) and at least every expressEvery (events stored by other
+// processes). A look walks past the batch's farms' backlog, so looks are
 // at least expressGap apart and take at most a tenth of the time: after a
 // look of d, the next waits at least 10·d.
 const (
@@ -65,7 +68,7 @@ func (d *Dispatcher) express(ctx context.Context, done <-chan struct{}, claim fu
 	)
 	defer func() {
 		if woken {
-			d.Wake()
+			d.signal()
 		}
 	}()
 	for {
@@ -79,7 +82,7 @@ func (d *Dispatcher) express(ctx context.Context, done <-chan struct{}, claim fu
 			return total, errs // the batch meets the same fault
 		}
 		next := began.Add(max(expressGap, expressShare*time.Since(began)))
-		if !d.expressWait(ctx, done, &woken) || !untilOrDone(ctx, done, next) {
+		if !d.expressWait(ctx, done, farms, &woken) || !untilOrDone(ctx, done, next) {
 			return total, errs
 		}
 	}
@@ -99,21 +102,68 @@ func (d *Dispatcher) expressPass(ctx context.Context, claim furrow.Claim, sem sl
 	return d.work(ctx, events, sem)
 }
 
-// expressWait waits for a wake or expressEvery; false means done is closed
-// or ctx ended.
-func (d *Dispatcher) expressWait(ctx context.Context, done <-chan struct{}, woken *bool) bool {
+// expressWait waits for a wake naming a farm not in farms, or for
+// expressEvery; false means done is closed or ctx ended. Wakes of the
+// batch's own farms need no look: the next batch claims their events.
+func (d *Dispatcher) expressWait(ctx context.Context, done <-chan struct{}, farms []uuid.UUID, woken *bool) bool {
 	t := time.NewTimer(expressEvery)
 	defer t.Stop()
-	select {
-	case <-done:
-		return false
-	case <-ctx.Done():
-		return false
-	case <-d.wake:
-		*woken = true
-	case <-t.C:
+	for {
+		select {
+		case <-done:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-d.wake:
+			*woken = true
+			if d.woken.takeOthers(farms) {
+				return true
+			}
+		case <-t.C:
+			return true
+		}
 	}
-	return true
+}
+
+// maxWoken bounds the farms a dispatcher remembers wakes of; past it, any
+// wake counts as one of another farm.
+const maxWoken = 1024
+
+// wokenFarms are the farms named by wakes since they were last taken.
+type wokenFarms struct {
+	mu    sync.Mutex
+	farms map[uuid.UUID]struct{}
+	many  bool // more than maxWoken
+}
+
+func (w *wokenFarms) note(farm uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.farms) >= maxWoken {
+		w.many = true
+		return
+	}
+	if w.farms == nil {
+		w.farms = make(map[uuid.UUID]struct{})
+	}
+	w.farms[farm] = struct{}{}
+}
+
+// takeOthers forgets the farms noted and reports whether any was not in
+// farms.
+func (w *wokenFarms) takeOthers(farms []uuid.UUID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	other := w.many
+	for f := range w.farms {
+		if !slices.Contains(farms, f) {
+			other = true
+			break
+		}
+	}
+	clear(w.farms)
+	w.many = false
+	return other
 }
 
 // untilOrDone waits until at; false means done is closed or ctx ended.

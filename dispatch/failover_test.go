@@ -461,7 +461,7 @@ func TestFailoverLookupsAlwaysFail(t *testing.T) {
 	var held heldWatch
 	for range 8 {
 		events = append(events, c.addEvents(8)...)
-		healthy.Wake() // the instance that stored them wakes its own dispatcher
+		healthy.Wake(events[len(events)-1].FarmID) // the instance that stored them wakes its own dispatcher
 		for range 8 {
 			held.sample(c, faulty.Owner(), events)
 			time.Sleep(50 * time.Millisecond)
@@ -564,7 +564,7 @@ func TestOneFarmFailingDoesNotDelayOthers(t *testing.T) {
 				good = append(good, e)
 			}
 		}
-		d.Wake()
+		d.Wake(good[len(good)-1].FarmID)
 		time.Sleep(300 * time.Millisecond)
 	}
 	c.waitDispatched(good)
