@@ -35,7 +35,10 @@ func startServer(ctx context.Context, binary, command, databaseURL, redisURL str
 // startFurrow runs `binary command` with env and none of the FURROW_*
 // settings of this process, and waits up to 3 minutes for it to be
 // healthy. It fails, quoting the end of the process's log, if the process
-// exits or stays unhealthy.
+// exits or stays unhealthy. The free ports it hands the process are picked
+// before the process binds them, so another program may take one
+// meanwhile: a start that fails on an address in use is tried again, on
+// new ports, up to startTries times.
 func startFurrow(ctx context.Context, binary, command string, env []string) (*loopback.Process, error) {
 	var full []string
 	for _, kv := range os.Environ() {
@@ -45,13 +48,27 @@ func startFurrow(ctx context.Context, binary, command string, env []string) (*lo
 			full = append(full, kv)
 		}
 	}
-	p, err := loopback.Start(loopback.Command{Binary: binary, Args: []string{command}, Env: append(full, env...), LogLimit: 16 << 10})
-	if err != nil {
-		return nil, err
-	}
-	if err := p.WaitHealthy(ctx, 3*time.Minute); err != nil {
+	full = append(full, env...)
+	for try := 1; ; try++ {
+		p, err := loopback.Start(loopback.Command{Binary: binary, Args: []string{command}, Env: full, LogLimit: 16 << 10})
+		if err != nil {
+			return nil, err
+		}
+		err = p.WaitHealthy(ctx, 3*time.Minute)
+		if err == nil {
+			return p, nil
+		}
 		p.Stop()
-		return nil, fmt.Errorf("furrow %s: %w; its log ends:\n%s", command, err, p.Logs())
+		logs := p.Logs()
+		if try < startTries && strings.Contains(logs, addrInUse) {
+			continue
+		}
+		return nil, fmt.Errorf("furrow %s: %w; its log ends:\n%s", command, err, logs)
 	}
-	return p, nil
 }
+
+// startTries bounds the starts of a server whose port was taken meanwhile.
+const startTries = 3
+
+// addrInUse is how a failed listen on a taken port reads in a log.
+const addrInUse = "address already in use"
