@@ -82,7 +82,7 @@ func (d *Dispatcher) express(ctx context.Context, done <-chan struct{}, claim fu
 			return total, errs // the batch meets the same fault
 		}
 		next := began.Add(max(expressGap, expressShare*time.Since(began)))
-		if !d.expressWait(ctx, done, farms, &woken) || !untilOrDone(ctx, done, next) {
+		if !d.expressWait(ctx, done, farms, &woken, next) {
 			return total, errs
 		}
 	}
@@ -103,11 +103,13 @@ func (d *Dispatcher) expressPass(ctx context.Context, claim furrow.Claim, sem sl
 }
 
 // expressWait waits for a wake naming a farm not in farms, or for
-// expressEvery; false means done is closed or ctx ended. Wakes of the
-// batch's own farms need no look: the next batch claims their events.
-func (d *Dispatcher) expressWait(ctx context.Context, done <-chan struct{}, farms []uuid.UUID, woken *bool) bool {
-	t := time.NewTimer(expressEvery)
-	defer t.Stop()
+// expressEvery, and then until earliest; false means done is closed or ctx
+// ended. Wakes of the batch's own farms need no look: the next batch
+// claims their events.
+func (d *Dispatcher) expressWait(ctx context.Context, done <-chan struct{}, farms []uuid.UUID, woken *bool, earliest time.Time) bool {
+	period := time.NewTimer(expressEvery)
+	defer period.Stop()
+	var due <-chan time.Time // set once a look is wanted
 	for {
 		select {
 		case <-done:
@@ -116,10 +118,14 @@ func (d *Dispatcher) expressWait(ctx context.Context, done <-chan struct{}, farm
 			return false
 		case <-d.wake:
 			*woken = true
-			if d.woken.takeOthers(farms) {
-				return true
+			if due == nil && d.woken.takeOthers(farms) {
+				due = time.After(time.Until(earliest))
 			}
-		case <-t.C:
+		case <-period.C:
+			if due == nil {
+				due = time.After(time.Until(earliest))
+			}
+		case <-due:
 			return true
 		}
 	}
@@ -164,18 +170,4 @@ func (w *wokenFarms) takeOthers(farms []uuid.UUID) bool {
 	clear(w.farms)
 	w.many = false
 	return other
-}
-
-// untilOrDone waits until at; false means done is closed or ctx ended.
-func untilOrDone(ctx context.Context, done <-chan struct{}, at time.Time) bool {
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-done:
-		return false
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -240,6 +240,19 @@ func dispatchedAt(t *testing.T, databaseURL, farmID string) <-chan time.Time {
 // time from their storing to their being marked dispatched.
 func outboxWaits(t *testing.T, databaseURL, farmID string, from, to time.Time) latencies {
 	t.Helper()
+	ms := millis(t, databaseURL, `SELECT dispatched_at_ms - occurred_at_ms FROM events
+		WHERE farm_id = $1 AND occurred_at_ms >= $2 AND occurred_at_ms < $3 AND dispatched_at_ms IS NOT NULL`,
+		farmID, from.UnixMilli(), to.UnixMilli())
+	out := make(latencies, len(ms))
+	for i, m := range ms {
+		out[i] = time.Duration(m) * time.Millisecond
+	}
+	return out
+}
+
+// millis runs a query of one column of milliseconds.
+func millis(t *testing.T, databaseURL, query string, args ...any) []int64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := pgx.Connect(ctx, databaseURL)
@@ -247,18 +260,12 @@ func outboxWaits(t *testing.T, databaseURL, farmID string, from, to time.Time) l
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	rows, _ := c.Query(ctx, `SELECT dispatched_at_ms - occurred_at_ms FROM events
-		WHERE farm_id = $1 AND occurred_at_ms >= $2 AND occurred_at_ms < $3 AND dispatched_at_ms IS NOT NULL`,
-		farmID, from.UnixMilli(), to.UnixMilli())
+	rows, _ := c.Query(ctx, query, args...)
 	ms, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(latencies, len(ms))
-	for i, m := range ms {
-		out[i] = time.Duration(m) * time.Millisecond
-	}
-	return out
+	return ms
 }
 
 // latencies sums up a set of delivery latencies.
@@ -286,18 +293,7 @@ func splitLatency(sent, latency []time.Duration, boundary time.Duration) (before
 // delivery log, oldest first.
 func sendTimes(t *testing.T, databaseURL, webhookID string) []time.Time {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	rows, _ := c.Query(ctx, "SELECT at_ms FROM delivery_attempts WHERE webhook_id = $1 ORDER BY at_ms", webhookID)
-	ms, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := millis(t, databaseURL, "SELECT at_ms FROM delivery_attempts WHERE webhook_id = $1 ORDER BY at_ms", webhookID)
 	out := make([]time.Time, len(ms))
 	for i, m := range ms {
 		out[i] = time.UnixMilli(m)
