@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -58,7 +57,7 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
 		return Pass{}, nil
 	}
 	full := len(events) == d.cfg.Batch
-	sem := slots{store: make(chan struct{}, d.cfg.Parallel), starts: make(chan struct{}, d.cfg.Starts)}
+	sem := slots{store: newRanked(d.cfg.Parallel), starts: newRanked(d.cfg.Starts)}
 	done := make(chan struct{})
 	var lane <-chan laneResult
 	if full {
@@ -175,7 +174,7 @@ func byFarm(events []furrow.Event) []farmEvents {
 // returning the ids of those fully dispatched.
 func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UUID, events []furrow.Event) ([]string, error) {
 	var hooks []furrow.Webhook
-	err := d.limited(ctx, sem.store, d.cfg.CallTimeout, func(ctx context.Context) (err error) {
+	err := d.limited(ctx, sem.store, 0, d.cfg.CallTimeout, func(ctx context.Context) (err error) {
 		hooks, err = d.deps.Webhooks.Webhooks(ctx, farmID)
 		return err
 	})
@@ -189,9 +188,9 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UU
 		done []string
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	for _, e := range events {
+	for i, e := range events {
 		g.Go(func() error {
-			if err := d.dispatchEvent(gctx, sem, hooks, e); err != nil {
+			if err := d.dispatchEvent(gctx, sem, i, hooks, e); err != nil {
 				return err
 			}
 			mu.Lock()
@@ -202,24 +201,6 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UU
 	}
 	err = g.Wait()
 	return done, err
-}
-
-// slots bound the calls of a batch in flight: store calls and workflow
-// starts apart, since starts wait on Temporal and would otherwise hold
-// database connections' turns.
-type slots struct{ store, starts chan struct{} }
-
-// limited runs call with a deadline of timeout once a slot of sem is free.
-func (d *Dispatcher) limited(ctx context.Context, sem chan struct{}, timeout time.Duration, call func(context.Context) error) error {
-	select {
-	case sem <- struct{}{}:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-	defer func() { <-sem }()
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return call(cctx)
 }
 
 func eventIDs(events []furrow.Event) []string {

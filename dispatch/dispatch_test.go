@@ -432,6 +432,43 @@ func TestDispatchOwnWakesDoNotLookBesideTheBatch(t *testing.T) {
 	}
 }
 
+// In a batch, a farm's first event goes before another farm's later ones:
+// with one start slot, held by one of the burst's starts, the small farm's
+// event is started once the burst's first event is (any of the burst's
+// events may have taken the free slot first), not after the burst.
+func TestDispatchSmallFarmStartsAheadOfABurst(t *testing.T) {
+	w := newWorld(Config{Batch: 9, Starts: 1})
+	w.addEvents(8)
+	small := w.addFarm()
+	w.addEventsOf(small, 1)
+	w.starter.block, w.starter.blockFarm = make(chan struct{}), w.farm
+	// The small farm asks for its slot last: its webhooks are read once
+	// the burst's starts wait.
+	late := make(chan struct{})
+	w.store.Fault(func(c memstore.Call) error {
+		if c.Method == "Webhooks" && c.Args[0] == small {
+			<-late
+		}
+		return nil
+	})
+	passed := make(chan error, 1)
+	go func() { _, err := w.d.DispatchOnce(context.Background()); passed <- err }()
+	waitFor(t, func() bool { n, _ := w.starter.waiting(); return n == 1 })
+	time.Sleep(50 * time.Millisecond) // the burst's other starts queue
+	close(late)
+	waitFor(t, func() bool { return w.calls.Count("Webhooks") == 2 })
+	time.Sleep(50 * time.Millisecond) // the small farm's start queues
+	close(w.starter.block)
+	if err := <-passed; err != nil {
+		t.Fatal(err)
+	}
+	w.starter.mu.Lock()
+	defer w.starter.mu.Unlock()
+	if i := slices.Index(w.starter.farms, small); len(w.starter.farms) != 9 || i < 0 || i > 2 {
+		t.Fatalf("the small farm's start was number %d of %d; want it among the first three", i+1, len(w.starter.farms))
+	}
+}
+
 // Every store and Temporal call carries a deadline.
 func TestDispatchCallsHaveDeadlines(t *testing.T) {
 	w := newWorld(Config{Batch: 10})

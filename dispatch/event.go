@@ -17,7 +17,10 @@ import (
 // webhook and event.
 var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
 
-func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, hooks []furrow.Webhook, e furrow.Event) error {
+// dispatchEvent starts e's delivery workflows, or records it skipped for
+// disabled webhooks; rank is its place among its farm's events of the
+// batch (see ranked).
+func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hooks []furrow.Webhook, e furrow.Event) error {
 	for _, w := range hooks {
 		if !w.Subscribes(e.Type) {
 			continue
@@ -26,7 +29,7 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, hooks []furro
 		if w.Enabled {
 			call, timeout, slot = func(ctx context.Context) error { return d.start(ctx, w, e) }, d.cfg.StartTimeout, sem.starts
 		}
-		if err := d.limited(ctx, slot, timeout, call); err != nil {
+		if err := d.limited(ctx, slot, rank, timeout, call); err != nil {
 			return err
 		}
 	}

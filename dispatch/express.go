@@ -38,7 +38,7 @@ type laneResult struct {
 // have starts of their own: the batch's starts would otherwise keep them
 // waiting. The channel gets the result once done is closed and the pass in
 // flight has ended.
-func (d *Dispatcher) startExpress(ctx context.Context, done <-chan struct{}, batch []furrow.Event, store chan struct{}) <-chan laneResult {
+func (d *Dispatcher) startExpress(ctx context.Context, done <-chan struct{}, batch []furrow.Event, store *ranked) <-chan laneResult {
 	out := make(chan laneResult, 1)
 	var farms []uuid.UUID
 	for _, f := range byFarm(batch) {
@@ -50,7 +50,7 @@ func (d *Dispatcher) startExpress(ctx context.Context, done <-chan struct{}, bat
 		// than it, and so in it, unless their farm was left aside.
 		FromMs: batch[len(batch)-1].OccurredAtMs,
 	}
-	sem := slots{store: store, starts: make(chan struct{}, max(1, d.cfg.Starts/4))}
+	sem := slots{store: store, starts: newRanked(max(1, d.cfg.Starts/4))}
 	go func() {
 		p, err := d.express(ctx, done, claim, farms, sem)
 		out <- laneResult{p, err}

@@ -19,6 +19,7 @@ type starter struct {
 	mu          sync.Mutex
 	started     map[string]client.StartWorkflowOptions
 	inputs      map[string]workflows.DeliveryInput
+	farms       []uuid.UUID // of each start made, in order
 	err         error
 	block       chan struct{}
 	blockFarm   uuid.UUID
@@ -58,6 +59,7 @@ func (s *starter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOpt
 		return nil, errors.New("unexpected workflow")
 	}
 	s.started[o.ID] = o
+	s.farms = append(s.farms, args[0].(workflows.DeliveryInput).FarmID)
 	s.inputs[o.ID] = args[0].(workflows.DeliveryInput)
 	return nil, nil
 }
