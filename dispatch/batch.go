@@ -45,13 +45,9 @@ type farmResult struct {
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
 	skip := d.skippedFarms()
 	d.woken.takeOthers(nil) // this claim looks for every farm
-	cctx, cancel := d.callCtx(ctx)
-	events, err := d.deps.Outbox.ClaimEvents(cctx, furrow.Claim{
-		Owner: d.owner, Limit: d.cfg.Batch, Lease: d.cfg.Lease, SkipFarms: skip,
-	})
-	cancel()
+	events, err := d.claim(ctx, furrow.Claim{Owner: d.owner, Limit: d.cfg.Batch, Lease: d.cfg.Lease, SkipFarms: skip})
 	if err != nil {
-		return Pass{Shared: true}, fmt.Errorf("claim events: %w", err)
+		return Pass{Shared: true}, err
 	}
 	if len(events) == 0 {
 		return Pass{}, nil
@@ -71,6 +67,17 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (Pass, error) {
 	}
 	p.Full = full && err == nil
 	return p, err
+}
+
+// claim leases the events c asks for, within a call's deadline.
+func (d *Dispatcher) claim(ctx context.Context, c furrow.Claim) ([]furrow.Event, error) {
+	cctx, cancel := d.callCtx(ctx)
+	defer cancel()
+	events, err := d.deps.Outbox.ClaimEvents(cctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
+	return events, nil
 }
 
 // work dispatches claimed events under renewed leases, then settles them.

@@ -90,11 +90,9 @@ func (d *Dispatcher) express(ctx context.Context, done <-chan struct{}, claim fu
 
 // expressPass claims other farms' events and dispatches them.
 func (d *Dispatcher) expressPass(ctx context.Context, claim furrow.Claim, sem slots) (Pass, error) {
-	cctx, cancel := d.callCtx(ctx)
-	events, err := d.deps.Outbox.ClaimEvents(cctx, claim)
-	cancel()
+	events, err := d.claim(ctx, claim)
 	if err != nil {
-		return Pass{Shared: true}, fmt.Errorf("claim other farms' events beside a full batch: %w", err)
+		return Pass{Shared: true}, fmt.Errorf("beside a full batch: %w", err)
 	}
 	if len(events) == 0 {
 		return Pass{}, nil
