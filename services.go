@@ -100,6 +100,11 @@ type Outbox interface {
 	// ReleaseLeases gives owner's leases of the events back, so any
 	// dispatcher may claim them at once, and returns how many it held.
 	ReleaseLeases(ctx context.Context, owner uuid.UUID, ids []string) (int, error)
+	// HoldEvents turns owner's live leases of the events into holds: no
+	// dispatcher holds them, and no claim takes them, until hold has
+	// passed; then any dispatcher may. It returns how many it held. An
+	// event is held when a webhook's rate has no room for its start yet.
+	HoldEvents(ctx context.Context, owner uuid.UUID, ids []string, hold time.Duration) (int, error)
 	// MarkDispatched records that workflows were started for the events;
 	// they are never claimed again.
 	MarkDispatched(ctx context.Context, ids []string) error

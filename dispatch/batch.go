@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -18,6 +19,7 @@ type Pass struct {
 	Claimed     int // events claimed
 	Dispatched  int // events marked dispatched
 	Released    int // leases given back unfinished
+	Held        int // events kept leased, unstarted, for a paced webhook (see startPacer)
 	FailedFarms int // farms whose own dispatch failed
 	// Shared says a fault common to every farm (the database or Temporal
 	// unreachable, a lease lost) stopped the pass.
@@ -31,6 +33,7 @@ type farmResult struct {
 	farm     uuid.UUID
 	ids      []string
 	done     []string
+	held     []heldEvent
 	released bool // its unfinished leases were given back already
 	err      error
 }
@@ -97,6 +100,7 @@ func (p Pass) add(q Pass) Pass {
 	p.Claimed += q.Claimed
 	p.Dispatched += q.Dispatched
 	p.Released += q.Released
+	p.Held += q.Held
 	p.FailedFarms += q.FailedFarms
 	p.Shared = p.Shared || q.Shared
 	return p
@@ -112,7 +116,7 @@ func (d *Dispatcher) dispatchFarms(ctx context.Context, stop context.CancelCause
 	for i, f := range farms {
 		wg.Go(func() {
 			r := farmResult{farm: f.farm, ids: eventIDs(f.events)}
-			r.done, r.err = d.dispatchFarm(ctx, sem, f.farm, f.events)
+			r.done, r.held, r.err = d.dispatchFarm(ctx, sem, f.farm, f.events)
 			if r.err != nil && ctx.Err() == nil {
 				d.farmFailed(ctx, stop, &r)
 			}
@@ -178,36 +182,50 @@ func byFarm(events []furrow.Event) []farmEvents {
 }
 
 // dispatchFarm reads the farm's webhooks once and dispatches its events,
-// returning the ids of those fully dispatched.
-func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UUID, events []furrow.Event) ([]string, error) {
+// returning the ids of those fully dispatched and the events held for a
+// paced webhook.
+func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UUID, events []furrow.Event) ([]string, []heldEvent, error) {
 	var hooks []furrow.Webhook
 	err := d.limited(ctx, sem.store, 0, d.cfg.CallTimeout, func(ctx context.Context) (err error) {
 		hooks, err = d.deps.Webhooks.Webhooks(ctx, farmID)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("webhooks of farm %s: %w", farmID, err)
+		return nil, nil, fmt.Errorf("webhooks of farm %s: %w", farmID, err)
 	}
 	// Starts run side by side: each is a round trip to Temporal, and
 	// deliveries carry no order (receivers sort on occurred_at_ms).
 	var (
 		mu   sync.Mutex
 		done []string
+		held []heldEvent
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	for i, e := range events {
 		g.Go(func() error {
-			if err := d.dispatchEvent(gctx, sem, i, hooks, e); err != nil {
+			hold, err := d.dispatchEvent(gctx, sem, i, hooks, e)
+			if err != nil {
 				return err
 			}
 			mu.Lock()
-			done = append(done, e.ID)
-			mu.Unlock()
+			defer mu.Unlock()
+			if hold > 0 {
+				held = append(held, heldEvent{e.ID, hold})
+			} else {
+				done = append(done, e.ID)
+			}
 			return nil
 		})
 	}
 	err = g.Wait()
-	return done, err
+	return done, held, err
+}
+
+// heldEvent is an event left unstarted for a paced webhook, to be claimed
+// again after hold.
+type heldEvent struct {
+	id   string
+	hold time.Duration
 }
 
 func eventIDs(events []furrow.Event) []string {

@@ -72,6 +72,7 @@ type Dispatcher struct {
 	mu         sync.Mutex
 	farms      farmBackoffs
 	failStreak int // farms failed on their own since one succeeded
+	paced      startPacer
 }
 
 var _ furrow.Waker = (*Dispatcher)(nil)

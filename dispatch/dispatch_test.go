@@ -99,7 +99,13 @@ func (w *world) addEventsOf(farm uuid.UUID, n int) []furrow.Event {
 // claimableByAnother says whether another dispatcher could claim e now.
 func (w *world) claimableByAnother(t *testing.T, e furrow.Event) bool {
 	t.Helper()
-	return !w.leased(e.ID) && !w.isDispatched(e.ID)
+	return !w.leased(e.ID) && !w.held(e.ID) && !w.isDispatched(e.ID)
+}
+
+// held says whether the event is held for a paced webhook.
+func (w *world) held(id string) bool {
+	st, _ := w.store.OutboxState(id)
+	return st.Held
 }
 
 // leased says whether a dispatcher holds a live lease of the event.
@@ -638,6 +644,7 @@ type recorder struct {
 	started  int
 	failed   map[bool]int
 	released int
+	held     int
 	backoffs []time.Duration
 }
 
@@ -657,6 +664,7 @@ func (r *recorder) DispatchFarmFailed(shared bool) {
 	r.failed[shared]++
 }
 func (r *recorder) DispatchLeasesReleased(n int) { r.mu.Lock(); r.released += n; r.mu.Unlock() }
+func (r *recorder) DispatchHeld(n int)           { r.mu.Lock(); r.held += n; r.mu.Unlock() }
 func (r *recorder) DispatchBackingOff(d time.Duration) {
 	r.mu.Lock()
 	r.backoffs = append(r.backoffs, d)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
@@ -19,21 +20,27 @@ var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
 
 // dispatchEvent starts e's delivery workflows, or records it skipped for
 // disabled webhooks; rank is its place among its farm's events of the
-// batch (see ranked).
-func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hooks []furrow.Webhook, e furrow.Event) error {
+// batch (see ranked). A start a paced webhook has no room for yet is left
+// out, and hold says how long the event is to wait before it is claimed
+// again (0: every workflow is started).
+func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hooks []furrow.Webhook, e furrow.Event) (hold time.Duration, err error) {
 	for _, w := range hooks {
 		if !w.Subscribes(e.Type) {
 			continue
 		}
 		call, timeout, slot := func(ctx context.Context) error { return d.skip(ctx, w, e) }, d.cfg.CallTimeout, sem.store
 		if w.Enabled {
+			if h := d.paced.take(w, d.deps.Clock.Now()); h > 0 {
+				hold = max(hold, h)
+				continue
+			}
 			call, timeout, slot = func(ctx context.Context) error { return d.start(ctx, w, e) }, d.cfg.StartTimeout, sem.starts
 		}
 		if err := d.limited(ctx, slot, rank, timeout, call); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return hold, nil
 }
 
 // start starts the delivery workflow; an existing one counts as started.

@@ -49,6 +49,7 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 	var (
 		p                Pass
 		done, unfinished []string
+		held             []heldEvent
 		shared           bool
 	)
 	now := d.deps.Clock.Now()
@@ -58,6 +59,7 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 		switch {
 		case r.err == nil:
 			d.farms.succeeded(r.farm)
+			held = append(held, r.held...)
 		case r.released:
 			d.farms.failed(r.farm, now, d.cfg.MaxBackoff)
 			d.deps.Metrics.DispatchFarmFailed(false)
@@ -84,6 +86,14 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 		} else {
 			p.Dispatched = len(done)
 		}
+	}
+	if len(held) > 0 && !shared {
+		n, herr := d.hold(ctx, held)
+		p.Held = n
+		d.deps.Metrics.DispatchHeld(n)
+		err = errors.Join(err, herr)
+	} else {
+		unfinished = append(unfinished, heldIDs(held)...)
 	}
 	if len(unfinished) > 0 {
 		n, rerr := d.giveBack(ctx, unfinished)
@@ -116,3 +126,36 @@ func (d *Dispatcher) giveBack(ctx context.Context, ids []string) (int, error) {
 
 // retryGiveBack is the pause between attempts to give leases back.
 const retryGiveBack = 200 * time.Millisecond
+
+// hold keeps events left unstarted for a paced webhook from every claim
+// until their hold is over; then any dispatcher may take them. It returns
+// how many it held. Should it fail, the leases lapse by themselves within
+// a lease.
+func (d *Dispatcher) hold(ctx context.Context, held []heldEvent) (int, error) {
+	byHold := map[time.Duration][]string{}
+	for _, h := range held {
+		byHold[h.hold] = append(byHold[h.hold], h.id)
+	}
+	var (
+		n    int
+		errs error
+	)
+	for hold, ids := range byHold {
+		cctx, cancel := d.callCtx(ctx)
+		k, err := d.deps.Outbox.HoldEvents(cctx, d.owner, ids, hold)
+		cancel()
+		n += k
+		if err != nil {
+			errs = errors.Join(errs, fmt.Errorf("hold events for a paced webhook: %w", err))
+		}
+	}
+	return n, errs
+}
+
+func heldIDs(held []heldEvent) []string {
+	ids := make([]string, len(held))
+	for i, h := range held {
+		ids[i] = h.id
+	}
+	return ids
+}

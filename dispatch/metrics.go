@@ -14,6 +14,9 @@ type Metrics interface {
 	DispatchFarmFailed(shared bool)
 	// DispatchLeasesReleased counts claims given back unfinished.
 	DispatchLeasesReleased(n int)
+	// DispatchHeld counts events held unstarted for a paced webhook (see
+	// startPacer).
+	DispatchHeld(n int)
 	// DispatchBackingOff reports the wait before the next claim after
 	// failures; 0 once a pass succeeds again.
 	DispatchBackingOff(wait time.Duration)
@@ -24,4 +27,5 @@ type noMetrics struct{}
 func (noMetrics) WorkflowStarted()                 {}
 func (noMetrics) DispatchFarmFailed(bool)          {}
 func (noMetrics) DispatchLeasesReleased(int)       {}
+func (noMetrics) DispatchHeld(int)                 {}
 func (noMetrics) DispatchBackingOff(time.Duration) {}

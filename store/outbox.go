@@ -117,6 +117,25 @@ func (db *DB) ReleaseLeases(ctx context.Context, owner uuid.UUID, ids []string) 
 	return int(tag.RowsAffected()), nil
 }
 
+// HoldEvents turns owner's live leases of the undispatched events into
+// holds: a lease owned by nobody until hold from now (a released lease has
+// no time), which no claim takes before it passes.
+func (db *DB) HoldEvents(ctx context.Context, owner uuid.UUID, ids []string, hold time.Duration) (int, error) {
+	us, err := parseEventIDs(ids)
+	if err != nil || len(us) == 0 {
+		return 0, err
+	}
+	now := db.nowMs()
+	tag, err := db.pool.Exec(ctx, `UPDATE events SET lease_until_ms = $1, lease_owner = NULL
+		WHERE id = ANY($2) AND lease_owner = $3 AND dispatched_at_ms IS NULL AND lease_until_ms > $4
+			AND `+afterFloor,
+		now+hold.Milliseconds(), us, owner, now)
+	if err != nil {
+		return 0, translate(err, "hold events", "event")
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // MarkDispatched records that the events were handed on; they are never
 // claimed again. A malformed id is EINVALID; unknown ids are ignored.
 func (db *DB) MarkDispatched(ctx context.Context, ids []string) error {

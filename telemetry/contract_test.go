@@ -43,6 +43,7 @@ func TestContract(t *testing.T) {
 		"furrow_devices_offline_total":             {dto.MetricType_COUNTER, nil},
 		"furrow_dispatch_farm_failures_total":      {dto.MetricType_COUNTER, []string{"cause"}},
 		"furrow_dispatch_leases_released_total":    {dto.MetricType_COUNTER, nil},
+		"furrow_dispatch_held_total":               {dto.MetricType_COUNTER, nil},
 		"furrow_dispatch_backoff_seconds":          {dto.MetricType_GAUGE, nil},
 		"furrow_webhook_secrets":                   {dto.MetricType_GAUGE, []string{"state"}},
 		"furrow_webhook_secrets_sealing":           {dto.MetricType_GAUGE, nil},

@@ -17,6 +17,7 @@ const (
 type dispatchMetrics struct {
 	failures *prometheus.CounterVec
 	released prometheus.Counter
+	held     prometheus.Counter
 	backoff  prometheus.Gauge
 }
 
@@ -24,6 +25,7 @@ func newDispatchMetrics(reg prometheus.Registerer) dispatchMetrics {
 	d := dispatchMetrics{
 		failures: counterVec(reg, "furrow_dispatch_farm_failures_total", "Farms whose events a dispatcher pass could not dispatch, by cause: farm (its own) or shared (the database or Temporal).", "cause"),
 		released: counter(reg, "furrow_dispatch_leases_released_total", "Outbox claims a dispatcher gave back unfinished, for another dispatcher or its next pass."),
+		held:     counter(reg, "furrow_dispatch_held_total", "Outbox events held unstarted because a webhook's max_per_second had no room for their start yet; they are claimed again after the hold."),
 		backoff:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "furrow_dispatch_backoff_seconds", Help: "How long the dispatcher waits before claiming again after failing passes; 0 when healthy."}),
 	}
 	reg.MustRegister(d.backoff)
@@ -49,6 +51,13 @@ func (m *Metrics) DispatchFarmFailed(shared bool) {
 func (m *Metrics) DispatchLeasesReleased(n int) {
 	if m != nil && n > 0 {
 		m.dispatch.released.Add(float64(n))
+	}
+}
+
+// DispatchHeld counts outbox events held for a paced webhook.
+func (m *Metrics) DispatchHeld(n int) {
+	if m != nil && n > 0 {
+		m.dispatch.held.Add(float64(n))
 	}
 }
 

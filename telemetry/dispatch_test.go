@@ -14,6 +14,7 @@ func TestDispatchFailuresReleasesAndBackoff(t *testing.T) {
 	m.DispatchFarmFailed(true)
 	m.DispatchLeasesReleased(3)
 	m.DispatchLeasesReleased(0)
+	m.DispatchHeld(5)
 	m.DispatchBackingOff(4 * time.Second)
 	farm := testutil.ToFloat64(m.dispatch.failures.WithLabelValues(CauseFarm))
 	shared := testutil.ToFloat64(m.dispatch.failures.WithLabelValues(CauseShared))
@@ -22,6 +23,9 @@ func TestDispatchFailuresReleasesAndBackoff(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.dispatch.released); got != 3 {
 		t.Errorf("released = %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(m.dispatch.held); got != 5 {
+		t.Errorf("held = %v, want 5", got)
 	}
 	if got := testutil.ToFloat64(m.dispatch.backoff); got != 4 {
 		t.Errorf("backoff = %v, want 4", got)
@@ -33,5 +37,6 @@ func TestDispatchFailuresReleasesAndBackoff(t *testing.T) {
 	var none *Metrics // metrics off: recording is a no-op
 	none.DispatchFarmFailed(true)
 	none.DispatchLeasesReleased(1)
+	none.DispatchHeld(1)
 	none.DispatchBackingOff(time.Second)
 }

@@ -10,14 +10,15 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// lease is a dispatcher's hold on an event; a zero owner is none.
+// lease is a dispatcher's hold on an event; a zero owner with a time is a
+// hold of nobody's (see HoldEvents), a zero lease none.
 type lease struct {
 	owner uuid.UUID
 	until time.Time
 }
 
-// live tells whether the lease holds at now.
-func (l lease) live(now time.Time) bool { return l.owner != uuid.Nil && l.until.After(now) }
+// live tells whether the lease, or hold, lasts at now.
+func (l lease) live(now time.Time) bool { return l.until.After(now) }
 
 // ClaimEvents implements furrow.Outbox.
 func (s *Store) ClaimEvents(ctx context.Context, c furrow.Claim) ([]furrow.Event, error) {
@@ -48,6 +49,21 @@ func (s *Store) RenewLeases(ctx context.Context, owner uuid.UUID, ids []string, 
 		for _, e := range es {
 			if !e.dispatched && e.owner == owner && e.live(now) {
 				e.until = now.Add(d)
+				n++
+			}
+		}
+		return n, err
+	})
+}
+
+// HoldEvents implements furrow.Outbox.
+func (s *Store) HoldEvents(ctx context.Context, owner uuid.UUID, ids []string, hold time.Duration) (int, error) {
+	return do(ctx, s, "HoldEvents", []any{owner, ids, hold}, func() (int, error) {
+		es, err := s.outboxEvents(ids)
+		now, n := s.now(), 0
+		for _, e := range es {
+			if !e.dispatched && e.owner == owner && e.live(now) {
+				e.lease = lease{until: now.Add(hold)}
 				n++
 			}
 		}
@@ -102,6 +118,8 @@ type OutboxState struct {
 	Dispatched bool
 	// LeaseOwner holds a live lease of the event; uuid.Nil when none does.
 	LeaseOwner uuid.UUID
+	// Held says the event is held for a webhook's rate (see HoldEvents).
+	Held bool
 }
 
 // OutboxState returns the state of the event id now; false if there is no
@@ -116,7 +134,7 @@ func (s *Store) OutboxState(id string) (OutboxState, bool) {
 	}
 	st := OutboxState{Dispatched: e.dispatched}
 	if !e.dispatched && e.live(s.now()) {
-		st.LeaseOwner = e.owner
+		st.LeaseOwner, st.Held = e.owner, e.owner == uuid.Nil
 	}
 	return st, true
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Outbox checks the furrow.Outbox contract: claims, leases in the claimer's
-// name, renewal, release and marking. It makes its events through Events
+// name, renewal, release, holds and marking. It makes its events through Events
 // (CreateEvent only) on farms with a webhook of every type, so that the
 // events wait for the dispatcher.
 func Outbox(t *testing.T, newSubject New) {
@@ -25,6 +25,7 @@ func Outbox(t *testing.T, newSubject New) {
 		"SkipFarms":                            skipFarms,
 		"FromMs":                               fromMs,
 		"MarkDispatchedEndsTheLease":           markEndsLease,
+		"HoldKeepsEventsFromClaimsUntilItEnds": holdUntilItEnds,
 	})
 }
 
@@ -221,5 +222,43 @@ func markEndsLease(e *env) {
 	}
 	if err := e.Outbox.MarkDispatched(e.ctx, nil); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+func holdUntilItEnds(e *env) {
+	all := e.pending(e.pendingFarm(), 3)
+	a, b := uuid.New(), uuid.New()
+	e.claim(a, 2, 10*time.Second)
+	if n, err := e.Outbox.HoldEvents(e.ctx, b, all, time.Hour); err != nil || n != 0 {
+		e.t.Fatalf("b holding a's events = %d, %v; want 0", n, err)
+	}
+	if n, err := e.Outbox.HoldEvents(e.ctx, a, all, 30*time.Second); err != nil || n != 2 {
+		e.t.Fatalf("a holding its two = %d, %v; want 2", n, err)
+	}
+	// Held, the events are nobody's: their claimer can neither renew nor
+	// release them, and no claim takes them while the hold lasts, though
+	// it outlasts the lease they had.
+	if n, err := e.Outbox.RenewLeases(e.ctx, a, all, time.Hour); err != nil || n != 0 {
+		e.t.Fatalf("a renewing held events = %d, %v; want 0", n, err)
+	}
+	if n, err := e.Outbox.ReleaseLeases(e.ctx, a, all); err != nil || n != 0 {
+		e.t.Fatalf("a releasing held events = %d, %v; want 0", n, err)
+	}
+	e.wantIDs("claim while held", e.claim(b, 10, time.Minute), all[2:])
+	e.clock.Advance(20 * time.Second)
+	e.wantIDs("claim after the lease but within the hold", e.claim(b, 10, time.Minute), nil)
+	e.clock.Advance(11 * time.Second)
+	e.wantIDs("claim after the hold", e.claim(b, 10, time.Minute), all[:2])
+	if n, err := e.Outbox.HoldEvents(e.ctx, a, all, time.Hour); err != nil || n != 0 {
+		e.t.Fatalf("a holding events b claimed = %d, %v; want 0", n, err)
+	}
+	if err := e.Outbox.MarkDispatched(e.ctx, all); err != nil {
+		e.t.Fatal(err)
+	}
+	if n, err := e.Outbox.HoldEvents(e.ctx, b, all, time.Hour); err != nil || n != 0 {
+		e.t.Fatalf("holding dispatched events = %d, %v; want 0", n, err)
+	}
+	if _, err := e.Outbox.HoldEvents(e.ctx, b, []string{"bad"}, time.Hour); furrow.ErrorCode(err) != furrow.EINVALID {
+		e.t.Fatalf("holding a malformed id: %v, want %s", err, furrow.EINVALID)
 	}
 }

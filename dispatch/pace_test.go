@@ -1,0 +1,151 @@
+package dispatch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// pacedFarm adds a farm with a webhook of every type at perSecond and an
+// unlimited one.
+func (w *world) pacedFarm(t *testing.T, perSecond float64) (farm uuid.UUID, paced, free furrow.Webhook) {
+	t.Helper()
+	ctx := context.Background()
+	f, err := w.store.CreateFarm(ctx, w.user, "South")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced, err = w.store.CreateWebhook(ctx, furrow.Webhook{FarmID: f.ID, Enabled: true, MaxPerSecond: &perSecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err = w.store.CreateWebhook(ctx, furrow.Webhook{FarmID: f.ID, Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.ID, paced, free
+}
+
+// startedFor counts the events whose workflow for webhook h was started.
+func (w *world) startedFor(h furrow.Webhook, es []furrow.Event) int {
+	n := 0
+	for _, e := range es {
+		if _, ok := w.starter.started[workflows.DeliveryWorkflowID(h.ID, e.ID)]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDispatchStartsAPacedWebhooksBurstAheadOfItsRateOnly(t *testing.T) {
+	w := newWorld(Config{Batch: 100})
+	farm, paced, free := w.pacedFarm(t, 1) // a burst of 16 starts, then 1.25 a second
+	es := w.addEventsOf(farm, 40)
+	ctx := context.Background()
+	p, err := w.d.DispatchOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.startedFor(paced, es); got != minStartBurst {
+		t.Fatalf("started %d of the burst for the paced webhook, want %d", got, minStartBurst)
+	}
+	if got := w.startedFor(free, es); got != len(es) {
+		t.Fatalf("started %d for the unlimited webhook of the same farm, want all %d", got, len(es))
+	}
+	if p.Dispatched != minStartBurst || p.Held != len(es)-minStartBurst {
+		t.Fatalf("pass %+v: want %d dispatched and the rest held", p, minStartBurst)
+	}
+	held := 0
+	for _, e := range es {
+		if w.held(e.ID) {
+			held++
+		}
+	}
+	if held != p.Held || w.metrics.held != p.Held {
+		t.Fatalf("%d events held in the outbox, %d counted, want %d", held, w.metrics.held, p.Held)
+	}
+	// Held, they are no claim's, by this dispatcher or another, until
+	// half the burst has come back.
+	hold := holdFor(startLimit(1))
+	w.clock.Advance(hold - time.Millisecond)
+	if p, err := w.d.DispatchOnce(ctx); err != nil || p.Claimed != 0 {
+		t.Fatalf("pass within the hold = %+v, %v; want nothing claimed", p, err)
+	}
+	w.clock.Advance(time.Millisecond)
+	p, err = w.d.DispatchOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := minStartBurst / 2; p.Claimed != len(es)-minStartBurst || p.Dispatched != want {
+		t.Fatalf("pass after the hold = %+v; want the %d held claimed and %d of them started", p, len(es)-minStartBurst, want)
+	}
+	// Drained in the end, each event's workflows started once.
+	for range 10 {
+		w.clock.Advance(hold)
+		if _, err := w.d.DispatchOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.startedFor(paced, es); got != len(es) {
+		t.Fatalf("started %d for the paced webhook in the end, want %d", got, len(es))
+	}
+	for _, e := range es {
+		if !w.isDispatched(e.ID) {
+			t.Fatalf("event %s not dispatched in the end", e.ID)
+		}
+	}
+}
+
+func TestDispatchPacingLeavesOtherFarmsAlone(t *testing.T) {
+	w := newWorld(Config{Batch: 100})
+	farm, _, _ := w.pacedFarm(t, 0.5)
+	w.addEventsOf(farm, 30)
+	others := w.addEvents(20)
+	p, err := w.d.DispatchOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range others {
+		if !w.isDispatched(e.ID) {
+			t.Fatalf("another farm's event was held: pass %+v", p)
+		}
+	}
+	if p.Held != 30-minStartBurst {
+		t.Fatalf("pass %+v: want %d held", p, 30-minStartBurst)
+	}
+}
+
+func TestStartPacerFollowsARateChange(t *testing.T) {
+	var p startPacer
+	now := time.Now()
+	rate := 1.0
+	w := furrow.Webhook{ID: uuid.New(), MaxPerSecond: &rate}
+	for range minStartBurst {
+		if h := p.take(w, now); h != 0 {
+			t.Fatalf("held within the burst: %s", h)
+		}
+	}
+	if h := p.take(w, now); h != holdFor(startLimit(1)) {
+		t.Fatalf("hold past the burst = %s, want %s", h, holdFor(startLimit(1)))
+	}
+	faster := 100.0
+	w.MaxPerSecond = &faster
+	// The new rate counts from when it is seen.
+	if h := p.take(w, now.Add(100*time.Millisecond)); h != holdFor(startLimit(faster)) {
+		t.Fatalf("hold when the change is seen = %s, want %s", h, holdFor(startLimit(faster)))
+	}
+	if h := p.take(w, now.Add(200*time.Millisecond)); h != 0 {
+		t.Fatalf("held at 100/s a tenth of a second after the change: %s", h)
+	}
+	w.MaxPerSecond = nil
+	for range 1000 {
+		if h := p.take(w, now); h != 0 {
+			t.Fatalf("an unlimited webhook was held: %s", h)
+		}
+	}
+}
