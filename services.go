@@ -101,13 +101,21 @@ type Outbox interface {
 	// dispatcher may claim them at once, and returns how many it held.
 	ReleaseLeases(ctx context.Context, owner uuid.UUID, ids []string) (int, error)
 	// HoldEvents turns owner's live leases of the events into holds: no
-	// dispatcher holds them, and no claim takes them, until hold has
-	// passed; then any dispatcher may. It returns how many it held. An
-	// event is held when a webhook's rate has no room for its start yet.
-	HoldEvents(ctx context.Context, owner uuid.UUID, ids []string, hold time.Duration) (int, error)
+	// dispatcher holds them, and no claim takes them, until each one's
+	// hold has passed; then any dispatcher may. It returns how many it
+	// held. An event is held when a webhook's rate has no room for its
+	// start yet.
+	HoldEvents(ctx context.Context, owner uuid.UUID, holds []Hold) (int, error)
 	// MarkDispatched records that workflows were started for the events;
 	// they are never claimed again.
 	MarkDispatched(ctx context.Context, ids []string) error
+}
+
+// Hold is how long an event is kept from every claim (see
+// Outbox.HoldEvents).
+type Hold struct {
+	EventID string
+	For     time.Duration
 }
 
 // Claim asks the Outbox for events to dispatch.

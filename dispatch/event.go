@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,8 +25,10 @@ var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
 // out, and hold says how long the event is to wait before it is claimed
 // again (0: every workflow is started).
 func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hooks []furrow.Webhook, e furrow.Event) (hold time.Duration, err error) {
+	done := d.paced.startedOf(e.ID) // while it was held
+	var started []uuid.UUID
 	for _, w := range hooks {
-		if !w.Subscribes(e.Type) {
+		if !w.Subscribes(e.Type) || slices.Contains(done, w.ID) {
 			continue
 		}
 		call, timeout, slot := func(ctx context.Context) error { return d.skip(ctx, w, e) }, d.cfg.CallTimeout, sem.store
@@ -35,11 +38,13 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hoo
 				continue
 			}
 			call, timeout, slot = func(ctx context.Context) error { return d.start(ctx, w, e) }, d.cfg.StartTimeout, sem.starts
+			started = append(started, w.ID)
 		}
 		if err := d.limited(ctx, slot, rank, timeout, call); err != nil {
 			return 0, err
 		}
 	}
+	d.paced.settled(e.ID, started, hold > 0)
 	return hold, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/furrowhq/furrow"
 )
 
 // callCtx bounds one store or Temporal call, so that a silent database or
@@ -132,24 +134,17 @@ const retryGiveBack = 200 * time.Millisecond
 // how many it held. Should it fail, the leases lapse by themselves within
 // a lease.
 func (d *Dispatcher) hold(ctx context.Context, held []heldEvent) (int, error) {
-	byHold := map[time.Duration][]string{}
-	for _, h := range held {
-		byHold[h.hold] = append(byHold[h.hold], h.id)
+	holds := make([]furrow.Hold, len(held))
+	for i, h := range held {
+		holds[i] = furrow.Hold{EventID: h.id, For: h.hold}
 	}
-	var (
-		n    int
-		errs error
-	)
-	for hold, ids := range byHold {
-		cctx, cancel := d.callCtx(ctx)
-		k, err := d.deps.Outbox.HoldEvents(cctx, d.owner, ids, hold)
-		cancel()
-		n += k
-		if err != nil {
-			errs = errors.Join(errs, fmt.Errorf("hold events for a paced webhook: %w", err))
-		}
+	cctx, cancel := d.callCtx(ctx)
+	defer cancel()
+	n, err := d.deps.Outbox.HoldEvents(cctx, d.owner, holds)
+	if err != nil {
+		return n, fmt.Errorf("hold events for a paced webhook: %w", err)
 	}
-	return n, errs
+	return n, nil
 }
 
 func heldIDs(held []heldEvent) []string {

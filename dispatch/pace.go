@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -17,52 +18,68 @@ import (
 // start about startLead ahead of its rate and no further: a burst of
 // rate·startLead at once (at least minStartBurst), then startFaster times
 // the rate, so that started deliveries always wait for the webhook and
-// never the other way round. An event whose start is not yet due keeps its
-// lease unstarted for a hold (see holdFor), then any dispatcher claims it
-// again.
+// never the other way round. An event whose start is not yet due is held,
+// unstarted, and comes back in line: one every 1/rate after the last one
+// held for the webhook, by when the bucket has room for it.
 const (
 	startLead     = 10 * time.Second
 	startFaster   = 1.25
 	minStartBurst = 16
-	// maxPacedWebhooks bounds the webhooks whose starts a dispatcher
-	// paces at once; past it, every webhook starts afresh with a full
-	// burst (the webhook's rate itself is kept by the delivery workflow).
-	maxPacedWebhooks = 10_000
+	// maxPaced bounds the webhooks, and apart from them the held events,
+	// a dispatcher remembers; past it, it starts afresh: every webhook
+	// with a full burst, every held event's webhooks started again (a
+	// second start is refused as started).
+	maxPaced = 100_000
 )
 
 // startPacer paces the starts of webhooks with a rate, one token bucket
-// per webhook, in this process.
+// per webhook in this process, and remembers which webhooks' workflows of
+// a held event it started, so that they are not started again when the
+// event comes back.
 type startPacer struct {
-	mu    sync.Mutex
-	hooks map[uuid.UUID]*rate.Limiter
+	mu      sync.Mutex
+	hooks   map[uuid.UUID]*pacedHook
+	started map[string][]uuid.UUID // by held event
+}
+
+type pacedHook struct {
+	lim  *rate.Limiter
+	line time.Time // when the last event held for the webhook comes back
 }
 
 // take takes a start of w now and returns 0, or returns how long the event
-// should be held before it is claimed again. Webhooks without a rate are
+// is to be held before it is claimed again. Webhooks without a rate are
 // never held.
 func (p *startPacer) take(w furrow.Webhook, now time.Time) time.Duration {
 	if w.MaxPerSecond == nil {
 		return 0
 	}
-	limit, burst := startLimit(*w.MaxPerSecond)
+	perSecond := *w.MaxPerSecond
+	limit, burst := startLimit(perSecond)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l, ok := p.hooks[w.ID]
+	h, ok := p.hooks[w.ID]
 	switch {
 	case !ok:
-		if len(p.hooks) >= maxPacedWebhooks || p.hooks == nil {
-			p.hooks = make(map[uuid.UUID]*rate.Limiter)
+		if len(p.hooks) >= maxPaced || p.hooks == nil {
+			p.hooks = make(map[uuid.UUID]*pacedHook)
 		}
-		l = rate.NewLimiter(limit, burst)
-		p.hooks[w.ID] = l
-	case l.Limit() != limit: // the owner changed the rate
-		l.SetLimitAt(now, limit)
-		l.SetBurstAt(now, burst)
+		h = &pacedHook{lim: rate.NewLimiter(limit, burst)}
+		p.hooks[w.ID] = h
+	case h.lim.Limit() != limit: // the owner changed the rate
+		h.lim.SetLimitAt(now, limit)
+		h.lim.SetBurstAt(now, burst)
 	}
-	if l.AllowN(now, 1) {
+	if h.lim.AllowN(now, 1) {
 		return 0
 	}
-	return holdFor(limit, burst)
+	// Back in line at the webhook's own rate, slower than the bucket
+	// fills: by its turn, the bucket has room for it.
+	if h.line.Before(now) {
+		h.line = now
+	}
+	h.line = h.line.Add(time.Duration(float64(time.Second) / perSecond))
+	return h.line.Sub(now)
 }
 
 // startLimit is the start rate and burst for a webhook's rate.
@@ -70,9 +87,25 @@ func startLimit(perSecond float64) (rate.Limit, int) {
 	return rate.Limit(perSecond * startFaster), max(minStartBurst, int(perSecond*startLead.Seconds()))
 }
 
-// holdFor is how long an event is held when its webhook has no start left:
-// until half the burst has come back, so that each claim of the held
-// events starts many of them, not one.
-func holdFor(limit rate.Limit, burst int) time.Duration {
-	return time.Duration(float64(burst) / 2 / float64(limit) * float64(time.Second))
+// startedOf returns the webhooks whose workflows of the held event id this
+// process started.
+func (p *startPacer) startedOf(id string) []uuid.UUID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started[id]
+}
+
+// settled remembers the webhooks started for the event id while it is
+// held, and forgets them once it is not.
+func (p *startPacer) settled(id string, started []uuid.UUID, held bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !held {
+		delete(p.started, id)
+		return
+	}
+	if len(p.started) >= maxPaced || p.started == nil {
+		p.started = make(map[string][]uuid.UUID)
+	}
+	p.started[id] = slices.Concat(p.started[id], started)
 }

@@ -24,6 +24,7 @@ type starter struct {
 	block       chan struct{}
 	blockFarm   uuid.UUID
 	noDeadlines int
+	calls       int // starts asked for, refused ones too
 	// inFlight counts the calls waiting on block, and maxInFlight the most
 	// at once.
 	inFlight, maxInFlight int
@@ -46,6 +47,7 @@ func (s *starter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOpt
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	if _, ok := ctx.Deadline(); !ok {
 		s.noDeadlines++
 	}

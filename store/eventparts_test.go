@@ -399,7 +399,7 @@ func TestHeldEventsDoNotAgeTheBacklog(t *testing.T) {
 	if _, err := db.ClaimEvents(ctx, furrow.Claim{Owner: owner, Limit: 2, Lease: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.HoldEvents(ctx, owner, ids[:2], time.Hour); err != nil || n != 2 {
+	if n, err := db.HoldEvents(ctx, owner, []furrow.Hold{{EventID: ids[0], For: time.Hour}, {EventID: ids[1], For: time.Hour}}); err != nil || n != 2 {
 		t.Fatalf("HoldEvents = %d, %v", n, err)
 	}
 	// The two held wait by design: the oldest pending is the third.

@@ -118,18 +118,28 @@ func (db *DB) ReleaseLeases(ctx context.Context, owner uuid.UUID, ids []string) 
 }
 
 // HoldEvents turns owner's live leases of the undispatched events into
-// holds: a lease owned by nobody until hold from now (a released lease has
-// no time), which no claim takes before it passes.
-func (db *DB) HoldEvents(ctx context.Context, owner uuid.UUID, ids []string, hold time.Duration) (int, error) {
+// holds: a lease owned by nobody until each one's hold from now (a
+// released lease has no time), which no claim takes before it passes. One
+// statement holds them all.
+func (db *DB) HoldEvents(ctx context.Context, owner uuid.UUID, holds []furrow.Hold) (int, error) {
+	ids := make([]string, len(holds))
+	for i, h := range holds {
+		ids[i] = h.EventID
+	}
 	us, err := parseEventIDs(ids)
 	if err != nil || len(us) == 0 {
 		return 0, err
 	}
 	now := db.nowMs()
-	tag, err := db.pool.Exec(ctx, `UPDATE events SET lease_until_ms = $1, lease_owner = NULL
-		WHERE id = ANY($2) AND lease_owner = $3 AND dispatched_at_ms IS NULL AND lease_until_ms > $4
-			AND `+afterFloor,
-		now+hold.Milliseconds(), us, owner, now)
+	until := make([]int64, len(holds))
+	for i, h := range holds {
+		until[i] = now + h.For.Milliseconds()
+	}
+	tag, err := db.pool.Exec(ctx, `UPDATE events e SET lease_until_ms = h.until_ms, lease_owner = NULL
+		FROM unnest($1::uuid[], $2::bigint[]) AS h(id, until_ms)
+		WHERE e.id = h.id AND e.lease_owner = $3 AND e.dispatched_at_ms IS NULL AND e.lease_until_ms > $4
+			AND e.`+afterFloor,
+		us, until, owner, now)
 	if err != nil {
 		return 0, translate(err, "hold events", "event")
 	}

@@ -57,17 +57,22 @@ func (s *Store) RenewLeases(ctx context.Context, owner uuid.UUID, ids []string, 
 }
 
 // HoldEvents implements furrow.Outbox.
-func (s *Store) HoldEvents(ctx context.Context, owner uuid.UUID, ids []string, hold time.Duration) (int, error) {
-	return do(ctx, s, "HoldEvents", []any{owner, ids, hold}, func() (int, error) {
-		es, err := s.outboxEvents(ids)
+func (s *Store) HoldEvents(ctx context.Context, owner uuid.UUID, holds []furrow.Hold) (int, error) {
+	return do(ctx, s, "HoldEvents", []any{owner, holds}, func() (int, error) {
 		now, n := s.now(), 0
-		for _, e := range es {
-			if !e.dispatched && e.owner == owner && e.live(now) {
-				e.lease = lease{until: now.Add(hold)}
-				n++
+		for _, h := range holds {
+			es, err := s.outboxEvents([]string{h.EventID})
+			if err != nil {
+				return 0, err
+			}
+			for _, e := range es {
+				if !e.dispatched && e.owner == owner && e.live(now) {
+					e.lease = lease{until: now.Add(h.For)}
+					n++
+				}
 			}
 		}
-		return n, err
+		return n, nil
 	})
 }
 

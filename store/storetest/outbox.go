@@ -229,10 +229,17 @@ func holdUntilItEnds(e *env) {
 	all := e.pending(e.pendingFarm(), 3)
 	a, b := uuid.New(), uuid.New()
 	e.claim(a, 2, 10*time.Second)
-	if n, err := e.Outbox.HoldEvents(e.ctx, b, all, time.Hour); err != nil || n != 0 {
+	hold := func(owner uuid.UUID, ids []string, d ...time.Duration) (int, error) {
+		holds := make([]furrow.Hold, len(ids))
+		for i, id := range ids {
+			holds[i] = furrow.Hold{EventID: id, For: d[min(i, len(d)-1)]}
+		}
+		return e.Outbox.HoldEvents(e.ctx, owner, holds)
+	}
+	if n, err := hold(b, all, time.Hour); err != nil || n != 0 {
 		e.t.Fatalf("b holding a's events = %d, %v; want 0", n, err)
 	}
-	if n, err := e.Outbox.HoldEvents(e.ctx, a, all, 30*time.Second); err != nil || n != 2 {
+	if n, err := hold(a, all, 30*time.Second, 40*time.Second); err != nil || n != 2 {
 		e.t.Fatalf("a holding its two = %d, %v; want 2", n, err)
 	}
 	// Held, the events are nobody's: their claimer can neither renew nor
@@ -246,19 +253,24 @@ func holdUntilItEnds(e *env) {
 	}
 	e.wantIDs("claim while held", e.claim(b, 10, time.Minute), all[2:])
 	e.clock.Advance(20 * time.Second)
-	e.wantIDs("claim after the lease but within the hold", e.claim(b, 10, time.Minute), nil)
+	e.wantIDs("claim after the lease but within the holds", e.claim(b, 10, time.Minute), nil)
 	e.clock.Advance(11 * time.Second)
-	e.wantIDs("claim after the hold", e.claim(b, 10, time.Minute), all[:2])
-	if n, err := e.Outbox.HoldEvents(e.ctx, a, all, time.Hour); err != nil || n != 0 {
+	e.wantIDs("claim after the first hold", e.claim(b, 10, time.Minute), all[:1])
+	e.clock.Advance(10 * time.Second)
+	e.wantIDs("claim after the second hold", e.claim(b, 10, time.Minute), all[1:2])
+	if n, err := hold(a, all, time.Hour); err != nil || n != 0 {
 		e.t.Fatalf("a holding events b claimed = %d, %v; want 0", n, err)
 	}
 	if err := e.Outbox.MarkDispatched(e.ctx, all); err != nil {
 		e.t.Fatal(err)
 	}
-	if n, err := e.Outbox.HoldEvents(e.ctx, b, all, time.Hour); err != nil || n != 0 {
+	if n, err := hold(b, all, time.Hour); err != nil || n != 0 {
 		e.t.Fatalf("holding dispatched events = %d, %v; want 0", n, err)
 	}
-	if _, err := e.Outbox.HoldEvents(e.ctx, b, []string{"bad"}, time.Hour); furrow.ErrorCode(err) != furrow.EINVALID {
+	if _, err := hold(b, []string{"bad"}, time.Hour); furrow.ErrorCode(err) != furrow.EINVALID {
 		e.t.Fatalf("holding a malformed id: %v, want %s", err, furrow.EINVALID)
+	}
+	if n, err := hold(b, nil); err != nil || n != 0 {
+		e.t.Fatalf("holding nothing = %d, %v", n, err)
 	}
 }
