@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -33,7 +32,7 @@ type farmResult struct {
 	farm     uuid.UUID
 	ids      []string
 	done     []string
-	held     []heldEvent
+	held     []furrow.Hold
 	released bool // its unfinished leases were given back already
 	err      error
 }
@@ -184,7 +183,7 @@ func byFarm(events []furrow.Event) []farmEvents {
 // dispatchFarm reads the farm's webhooks once and dispatches its events,
 // returning the ids of those fully dispatched and the events held for a
 // paced webhook.
-func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UUID, events []furrow.Event) ([]string, []heldEvent, error) {
+func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UUID, events []furrow.Event) ([]string, []furrow.Hold, error) {
 	var hooks []furrow.Webhook
 	err := d.limited(ctx, sem.store, 0, d.cfg.CallTimeout, func(ctx context.Context) (err error) {
 		hooks, err = d.deps.Webhooks.Webhooks(ctx, farmID)
@@ -198,7 +197,7 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UU
 	var (
 		mu   sync.Mutex
 		done []string
-		held []heldEvent
+		held []furrow.Hold
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	for i, e := range events {
@@ -210,7 +209,7 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UU
 			mu.Lock()
 			defer mu.Unlock()
 			if hold > 0 {
-				held = append(held, heldEvent{e.ID, hold})
+				held = append(held, furrow.Hold{EventID: e.ID, For: hold})
 			} else {
 				done = append(done, e.ID)
 			}
@@ -219,13 +218,6 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UU
 	}
 	err = g.Wait()
 	return done, held, err
-}
-
-// heldEvent is an event left unstarted for a paced webhook, to be claimed
-// again after hold.
-type heldEvent struct {
-	id   string
-	hold time.Duration
 }
 
 func eventIDs(events []furrow.Event) []string {

@@ -51,7 +51,7 @@ func (d *Dispatcher) settle(ctx context.Context, results []farmResult) (Pass, er
 	var (
 		p                Pass
 		done, unfinished []string
-		held             []heldEvent
+		held             []furrow.Hold
 		shared           bool
 	)
 	now := d.deps.Clock.Now()
@@ -133,24 +133,20 @@ const retryGiveBack = 200 * time.Millisecond
 // until their hold is over; then any dispatcher may take them. It returns
 // how many it held. Should it fail, the leases lapse by themselves within
 // a lease.
-func (d *Dispatcher) hold(ctx context.Context, held []heldEvent) (int, error) {
-	holds := make([]furrow.Hold, len(held))
-	for i, h := range held {
-		holds[i] = furrow.Hold{EventID: h.id, For: h.hold}
-	}
+func (d *Dispatcher) hold(ctx context.Context, held []furrow.Hold) (int, error) {
 	cctx, cancel := d.callCtx(ctx)
 	defer cancel()
-	n, err := d.deps.Outbox.HoldEvents(cctx, d.owner, holds)
+	n, err := d.deps.Outbox.HoldEvents(cctx, d.owner, held)
 	if err != nil {
 		return n, fmt.Errorf("hold events for a paced webhook: %w", err)
 	}
 	return n, nil
 }
 
-func heldIDs(held []heldEvent) []string {
+func heldIDs(held []furrow.Hold) []string {
 	ids := make([]string, len(held))
 	for i, h := range held {
-		ids[i] = h.id
+		ids[i] = h.EventID
 	}
 	return ids
 }
