@@ -25,6 +25,12 @@ const (
 	startLead     = 10 * time.Second
 	startFaster   = 1.25
 	minStartBurst = 16
+	// maxHold bounds how far ahead a held event's turn may be: past it,
+	// its delivery starts at once and waits for the webhook in the engine,
+	// as without pacing. A claim walks past held events in the outbox, so
+	// a webhook that is sent more than its rate for good must not hold
+	// ever more of them: at most maxHold of its rate are held.
+	maxHold = 2 * time.Minute
 	// maxPaced bounds the webhooks, and apart from them the held events,
 	// a dispatcher remembers; past it, it starts afresh: every webhook
 	// with a full burst, every held event's webhooks started again (a
@@ -75,11 +81,16 @@ func (p *startPacer) take(w furrow.Webhook, now time.Time) time.Duration {
 	}
 	// Back in line at the webhook's own rate, slower than the bucket
 	// fills: by its turn, the bucket has room for it.
-	if h.line.Before(now) {
-		h.line = now
+	line := h.line
+	if line.Before(now) {
+		line = now
 	}
-	h.line = h.line.Add(time.Duration(float64(time.Second) / perSecond))
-	return h.line.Sub(now)
+	line = line.Add(time.Duration(float64(time.Second) / perSecond))
+	if line.Sub(now) > maxHold {
+		return 0
+	}
+	h.line = line
+	return line.Sub(now)
 }
 
 // startLimit is the start rate and burst for a webhook's rate.

@@ -145,6 +145,21 @@ func TestStartPacerFollowsARateChange(t *testing.T) {
 	if h := p.take(w, now.Add(200*time.Millisecond)); h != 0 {
 		t.Fatalf("held at 100/s a tenth of a second after the change: %s", h)
 	}
+	// No turn is given further than maxHold ahead: the event then starts
+	// at once.
+	slow := 0.01
+	w = furrow.Webhook{ID: uuid.New(), MaxPerSecond: &slow}
+	for range minStartBurst {
+		p.take(w, now)
+	}
+	if h := p.take(w, now); h != 100*time.Second {
+		t.Fatalf("first hold at 0.01/s = %s, want 100s", h)
+	}
+	for range 2 {
+		if h := p.take(w, now); h != 0 {
+			t.Fatalf("held for %s at 0.01/s, past the longest hold of %s", h, maxHold)
+		}
+	}
 	w.MaxPerSecond = nil
 	for range 1000 {
 		if h := p.take(w, now); h != 0 {
