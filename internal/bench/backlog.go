@@ -21,6 +21,8 @@ type Backlog struct {
 	// Grew is true when Slope exceeds 5% of the offered rate (and one
 	// event per second): deliveries were falling behind.
 	Grew bool `json:"grew"`
+	// Offered is the rate the run offered, per second.
+	Offered float64 `json:"offered_per_second"`
 }
 
 // Sample is the backlog at one moment of the run.
@@ -76,7 +78,7 @@ func (s *sampler) stop() []Sample {
 
 // analyse summarises samples of a run of d at rate per second.
 func analyse(samples []Sample, d time.Duration, rate float64) Backlog {
-	b := Backlog{Samples: samples}
+	b := Backlog{Samples: samples, Offered: rate}
 	var xs, ys []float64
 	for _, s := range samples {
 		b.MaxOutstanding = max(b.MaxOutstanding, s.Outstanding)

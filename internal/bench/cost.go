@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,9 +23,13 @@ import (
 // database. Comparing the costs of the bare engine's run and Furrow's
 // shows where Furrow's own work goes.
 type Cost struct {
-	CPU        map[string]float64 `json:"cpu_s"`
-	Databases  []DatabaseCost     `json:"databases,omitempty"`
-	Statements []StatementCost    `json:"statements,omitempty"`
+	CPU map[string]float64 `json:"cpu_s"`
+	// Wall is the time measured and Cores the machine's CPUs, so that the
+	// machine's busy share can be told.
+	Wall       float64         `json:"wall_s"`
+	Cores      int             `json:"cores"`
+	Databases  []DatabaseCost  `json:"databases,omitempty"`
+	Statements []StatementCost `json:"statements,omitempty"`
 }
 
 // DatabaseCost is the work of PostgreSQL's statements in one database.
@@ -48,6 +53,7 @@ type costMeter struct {
 	statements  bool // pg_stat_statements is loaded and was reset
 	cpu         *groupCPU
 	busy        time.Duration
+	began       time.Time
 }
 
 // startCost starts measuring; server is the pid of the Furrow process
@@ -55,13 +61,13 @@ type costMeter struct {
 func startCost(ctx context.Context, databaseURL string, server int) *costMeter {
 	m := &costMeter{databaseURL: databaseURL}
 	m.statements = resetStatements(ctx, databaseURL) == nil
-	m.cpu, m.busy = startGroupCPUWith(server), machineBusy()
+	m.cpu, m.busy, m.began = startGroupCPUWith(server), machineBusy(), time.Now()
 	return m
 }
 
 // stop returns the cost since start.
 func (m *costMeter) stop(ctx context.Context) Cost {
-	c := Cost{CPU: m.cpu.stop()}
+	c := Cost{CPU: m.cpu.stop(), Wall: time.Since(m.began).Seconds(), Cores: runtime.NumCPU()}
 	c.CPU["machine"] = (machineBusy() - m.busy).Seconds()
 	if m.statements {
 		c.Databases, c.Statements, _ = readStatements(ctx, m.databaseURL)
@@ -175,6 +181,28 @@ func (c Cost) Print(w io.Writer, deliveries int64) {
 	for _, s := range c.Statements {
 		fmt.Fprintf(w, "    %8.1f ms %7d calls  %s: %s\n", s.ExecMs, s.Calls, s.Database, s.Query)
 	}
+}
+
+// cpuBound is the machine's busy share above which a run is taken to be
+// held back by the CPU.
+const cpuBound = 0.9
+
+// why says, for a run whose backlog grew at the offered rate, whether the
+// machine's CPU was the limit and, if so, about how many deliveries a
+// second the machine holds at this cost; "" when the CPU was not measured.
+func (c Cost) why(deliveries int64, offered float64) string {
+	machine := c.CPU["machine"]
+	if deliveries <= 0 || machine <= 0 || c.Wall <= 0 || c.Cores <= 0 {
+		return ""
+	}
+	busy := machine / (c.Wall * float64(c.Cores))
+	if busy < cpuBound {
+		return fmt.Sprintf("not the machine's CPU (%.0f%% busy over %d cores): look at the outbox rows above (the dispatchers' starts), "+
+			"Temporal's and PostgreSQL's logs, and the connection budget (docs/operating/production.md)", 100*busy, c.Cores)
+	}
+	per := machine / float64(deliveries)
+	return fmt.Sprintf("the machine's CPU: %.0f%% busy over %d cores at %.2f ms of it per delivery, every process counted, "+
+		"so this machine holds about %.0f deliveries/s, below the %.0f/s offered", 100*busy, c.Cores, 1000*per, float64(c.Cores)/per, offered)
 }
 
 // loadAverage reads the machine's load average (Linux only; zeros

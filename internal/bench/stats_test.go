@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +85,31 @@ func TestReadCPUOfSelf(t *testing.T) {
 	}
 	if _, err := ReadCPU(-1); err == nil {
 		t.Error("no error for a missing process")
+	}
+}
+
+func TestWhyTellsCPUBoundFromNot(t *testing.T) {
+	// 2 cores busy 95% of 40 s for 3,040 deliveries: 25 ms each, 80/s.
+	bound := Cost{CPU: map[string]float64{"machine": 76}, Wall: 40, Cores: 2}
+	why := bound.why(3040, 100)
+	if !strings.Contains(why, "95% busy over 2 cores") || !strings.Contains(why, "holds about 80 deliveries/s, below the 100/s offered") {
+		t.Errorf("CPU-bound run: %q", why)
+	}
+	idle := Cost{CPU: map[string]float64{"machine": 40}, Wall: 40, Cores: 2}
+	if why := idle.why(3040, 100); !strings.HasPrefix(why, "not the machine's CPU (50% busy") {
+		t.Errorf("half-idle run: %q", why)
+	}
+	if why := (Cost{}).why(3040, 100); why != "" {
+		t.Errorf("unmeasured run: %q", why)
+	}
+	var out strings.Builder
+	printWhy(&out, Backlog{Grew: true, Offered: 100}, bound, 3040)
+	if !strings.Contains(out.String(), "the backlog grew; the limit was the machine's CPU") {
+		t.Errorf("printed %q", out.String())
+	}
+	out.Reset()
+	printWhy(&out, Backlog{Offered: 100}, bound, 3040)
+	if out.Len() != 0 {
+		t.Errorf("printed %q for a flat backlog", out.String())
 	}
 }
