@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/store"
 )
 
@@ -61,10 +62,7 @@ func eventsOnDays(t *testing.T, db *store.DB, clock interface{ Advance(time.Dura
 
 func TestPruneEventsDropsDaysButKeepsUndispatched(t *testing.T) {
 	ctx := context.Background()
-	clock := futureClock() // 10 March 2031, a second before midnight
-	db, url := newDB(t, clock)
-	fx := newFixture(t, db)
-	subscribe(t, db, fx)
+	clock, db, url, fx := subscribedFarm(t)          // 10 March 2031, a second before midnight
 	all := eventsOnDays(t, db, clock, fx.farm.ID, 4) // 10, 11, 12, 13 March
 	if err := db.MarkDispatched(ctx, []string{all[0].ID, all[2].ID, all[3].ID}); err != nil {
 		t.Fatal(err)
@@ -114,10 +112,7 @@ func TestPruneEventsDropsDaysButKeepsUndispatched(t *testing.T) {
 
 func TestOldPendingEventLowersOutboxFloor(t *testing.T) {
 	ctx := context.Background()
-	clock := futureClock()
-	db, _ := newDB(t, clock)
-	fx := newFixture(t, db)
-	subscribe(t, db, fx)
+	clock, db, _, fx := subscribedFarm(t)
 	clock.Advance(72 * time.Hour)
 	floor, err := store.RaiseOutboxFloor(ctx, db)
 	if err != nil || floor != clock.Now().Add(-2*time.Hour).UnixMilli() {
@@ -185,10 +180,7 @@ func planRelations(t *testing.T, conn *pgx.Conn, sql string, args ...any) []stri
 
 func TestOutboxQueriesReadOnlyPartitionsFromTheFloor(t *testing.T) {
 	ctx := context.Background()
-	clock := futureClock()
-	db, url := newDB(t, clock)
-	fx := newFixture(t, db)
-	subscribe(t, db, fx)
+	clock, db, url, fx := subscribedFarm(t)
 	all := eventsOnDays(t, db, clock, fx.farm.ID, 4) // 10 to 13 March
 	if err := db.MarkDispatched(ctx, []string{all[0].ID, all[1].ID}); err != nil {
 		t.Fatal(err)
@@ -381,10 +373,7 @@ func ids(es []furrow.Event) []string {
 
 func TestHeldEventsDoNotAgeTheBacklog(t *testing.T) {
 	ctx := context.Background()
-	clock := futureClock()
-	db, _ := newDB(t, clock)
-	fx := newFixture(t, db)
-	subscribe(t, db, fx)
+	clock, db, _, fx := subscribedFarm(t)
 	var ids []string
 	for range 3 {
 		e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
@@ -411,4 +400,16 @@ func TestHeldEventsDoNotAgeTheBacklog(t *testing.T) {
 	if n, oldest, err := db.OutboxBacklog(ctx); err != nil || n != 3 || oldest != first {
 		t.Fatalf("OutboxBacklog after the hold = %d, %d, %v; want the oldest at %d", n, oldest, err, first)
 	}
+}
+
+// subscribedFarm is a database at futureClock's time with a farm whose
+// webhook subscribes to every type, so that its events wait for the
+// dispatcher.
+func subscribedFarm(t *testing.T) (*testclock.Clock, *store.DB, string, fixture) {
+	t.Helper()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	subscribe(t, db, fx)
+	return clock, db, url, fx
 }
