@@ -25,8 +25,13 @@ var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
 // out, and hold says how long the event is to wait before it is claimed
 // again (0: every workflow is started).
 func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hooks []furrow.Webhook, e furrow.Event) (hold time.Duration, err error) {
-	done := d.paced.startedOf(e.ID) // while it was held
-	var started []uuid.UUID
+	// Only a farm with a paced webhook can have held events: the others
+	// leave the pacer's lock alone.
+	paced := slices.ContainsFunc(hooks, func(w furrow.Webhook) bool { return w.MaxPerSecond != nil })
+	var done, started []uuid.UUID
+	if paced {
+		done = d.paced.startedOf(e.ID) // while it was held
+	}
 	for _, w := range hooks {
 		if !w.Subscribes(e.Type) || slices.Contains(done, w.ID) {
 			continue
@@ -44,7 +49,9 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hoo
 			return 0, err
 		}
 	}
-	d.paced.settled(e.ID, started, hold > 0)
+	if paced {
+		d.paced.settled(e.ID, started, hold > 0)
+	}
 	return hold, nil
 }
 

@@ -285,16 +285,11 @@ func (c *cluster) checkOperatorSettings(t *testing.T) {
 	if url == "" {
 		t.Fatalf("no VISIBILITY_URL in the cluster's state:\n%s", state)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var left, total int
-	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE indexname = ANY($1)), count(*) FROM pg_indexes
-		WHERE tablename = 'executions_visibility'`, visindex.Unused).Scan(&left, &total)
+	err = withConn(t, url, 10*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE indexname = ANY($1)), count(*) FROM pg_indexes
+			WHERE tablename = 'executions_visibility'`, visindex.Unused).Scan(&left, &total)
+	})
 	if err != nil || left != 0 || total < 10 {
 		t.Errorf("visibility indexes: %d of the unused ones left, %d in all (%v); want 0 left and the others kept", left, total, err)
 	}

@@ -253,15 +253,12 @@ func outboxWaits(t *testing.T, databaseURL, farmID string, from, to time.Time) l
 // millis runs a query of one column of milliseconds.
 func millis(t *testing.T, databaseURL, query string, args ...any) []int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	rows, _ := c.Query(ctx, query, args...)
-	ms, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	var ms []int64
+	err := withConn(t, databaseURL, 10*time.Second, func(ctx context.Context, c *pgx.Conn) (err error) {
+		rows, _ := c.Query(ctx, query, args...)
+		ms, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,14 +171,17 @@ func checkOverlapSignatures(t *testing.T, d delivery, old, next string) {
 	}
 }
 
-func withConn(t *testing.T, url string, f func(*pgx.Conn) error) error {
+// withConn runs f on a connection to url, all within timeout.
+func withConn(t *testing.T, url string, timeout time.Duration, f func(context.Context, *pgx.Conn) error) error {
 	t.Helper()
-	c, err := pgx.Connect(context.Background(), url)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
-	return f(c)
+	defer c.Close(context.WithoutCancel(ctx))
+	return f(ctx, c)
 }
 
 // scanTemporal scans every event of the histories of both deliveries'
@@ -220,8 +223,7 @@ func scanTemporal(t *testing.T, e *devEnv, scan func(string, []byte), hookID str
 // scanDatabase scans the text of every row of every table.
 func scanDatabase(t *testing.T, url string, scan func(string, []byte)) {
 	t.Helper()
-	err := withConn(t, url, func(c *pgx.Conn) error {
-		ctx := context.Background()
+	err := withConn(t, url, time.Minute, func(ctx context.Context, c *pgx.Conn) error {
 		rows, _ := c.Query(ctx, `SELECT table_schema, table_name FROM information_schema.tables
 			WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'`)
 		tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pgx.Identifier, error) {
