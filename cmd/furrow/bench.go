@@ -66,11 +66,11 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	fs.IntVar(&c.Devices, "devices", bench.DefaultIngestDevices, "devices, each with its own key; requests go to each in turn (enough that the rate limit cannot cap the run)")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "connections")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to post")
-	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "how long to post first, reported apart (connections opened, keys learnt)")
+	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "how long to post first, reported apart (connections opened, keys learnt); longer when needed for every device to post once")
 	fs.Float64Var(&c.Rate, "rate", 0, "requests per second in total; 0 is full speed")
 	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
 	skip := fs.Bool("skip-baseline", false, "do not run the baseline first")
-	skipCeilings := fs.Bool("skip-ceilings", false, "do not measure the machine's HTTP and database ceilings first")
+	skipCeilings := fs.Bool("skip-ceilings", false, "do not measure the machine's HTTP and database ceilings (before the ingest, and the HTTP one again after it)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -122,6 +122,11 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 		rep.Ratio = rep.Ingest.CreatedRPS / rep.Baseline.TPS
 	}
 	if rep.Ceilings != nil {
+		after, err := bench.HTTPCeiling(ctx, c.Concurrency, c.Duration)
+		if err != nil {
+			return err
+		}
+		rep.Ceilings.HTTPAfter = &after
 		rep.HTTPRatio, rep.DatabaseRatio = rep.Ceilings.Against(rep.Ingest)
 	}
 	if *jsonOut {
@@ -228,7 +233,8 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // measureCeilings measures the machine's HTTP and database ceilings with
-// the ingest run's connections and duration, just before it.
+// the ingest run's connections and duration, just before it. The HTTP
+// ceiling is measured again after it (Ceilings.HTTPAfter).
 func measureCeilings(ctx context.Context, cfg Config, c bench.IngestConfig) (*bench.Ceilings, error) {
 	var out bench.Ceilings
 	var err error

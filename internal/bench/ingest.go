@@ -28,8 +28,10 @@ type IngestConfig struct {
 	Concurrency     int
 	Duration        time.Duration
 	// Warmup is posted before Duration and reported apart: the server opens
-	// its connections and learns the fleet's keys meanwhile. Its requests
-	// are checked like the others.
+	// its connections and learns the fleet's keys meanwhile. It lasts until
+	// every device has posted once, if that takes longer, so that the
+	// measured requests find every key learnt. Its requests are checked like
+	// the others.
 	Warmup time.Duration
 	// Rate is the offered load in requests per second; 0 is full speed.
 	Rate float64
@@ -156,7 +158,7 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 	}
 	var warm *Phase
 	if cfg.Warmup > 0 {
-		p := newPace(cfg.Warmup, cfg.Rate)
+		p := newPace(cfg.Warmup, cfg.Rate).atLeast(int64(len(fleet.devices)))
 		w := runLoad(ctx, cfg.Concurrency, p, post("w"))
 		warm = &Phase{Elapsed: time.Since(p.start), Failures: w.failures, Latency: Summarize(w.latencies), Status: map[string]int64{}}
 		for code, n := range w.status {

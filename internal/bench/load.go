@@ -9,10 +9,12 @@ import (
 
 // pace hands out request numbers to workers until the run ends: at once
 // when rate is zero (full speed), otherwise on an open-loop schedule of rate
-// per second, so a slow server does not slow the offered load.
+// per second, so a slow server does not slow the offered load. The run ends
+// at end, or once min requests were handed out if that is later.
 type pace struct {
 	start, end time.Time
 	rate       float64
+	min        int64
 	n          atomic.Int64
 }
 
@@ -21,15 +23,22 @@ func newPace(d time.Duration, rate float64) *pace {
 	return &pace{start: now, end: now.Add(d), rate: rate}
 }
 
+// atLeast makes the run last until n requests were handed out, past its
+// end if need be.
+func (p *pace) atLeast(n int64) *pace {
+	p.min = n
+	return p
+}
+
 // next returns the next request number once its slot has come; ok is false
 // when the run is over or ctx has ended.
 func (p *pace) next(ctx context.Context) (i int64, ok bool) {
 	i = p.n.Add(1) - 1
 	if p.rate <= 0 {
-		return i, ctx.Err() == nil && time.Now().Before(p.end)
+		return i, ctx.Err() == nil && (i < p.min || time.Now().Before(p.end))
 	}
 	at := p.start.Add(time.Duration(float64(i) / p.rate * float64(time.Second)))
-	if !at.Before(p.end) {
+	if i >= p.min && !at.Before(p.end) {
 		return i, false
 	}
 	if wait := time.Until(at); wait > 0 {

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -93,12 +94,13 @@ func TestSmokeIngest(t *testing.T) {
 			TPS float64 `json:"tps"`
 		} `json:"baseline"`
 		Ingest struct {
-			Requests int64            `json:"requests"`
-			Status   map[string]int64 `json:"status"`
-			Stored   int64            `json:"stored"`
-			Events   int64            `json:"events"`
-			Latency  summary          `json:"latency"`
-			Memory   struct {
+			Requests   int64            `json:"requests"`
+			CreatedRPS float64          `json:"created_rps"`
+			Status     map[string]int64 `json:"status"`
+			Stored     int64            `json:"stored"`
+			Events     int64            `json:"events"`
+			Latency    summary          `json:"latency"`
+			Memory     struct {
 				RSS int64 `json:"rss_bytes"`
 			} `json:"memory"`
 			Started string             `json:"started_server"`
@@ -112,11 +114,15 @@ func TestSmokeIngest(t *testing.T) {
 			HTTP struct {
 				PerSec float64 `json:"per_second"`
 			} `json:"http"`
+			HTTPAfter struct {
+				PerSec float64 `json:"per_second"`
+			} `json:"http_after"`
 			Database struct {
 				PerSec float64 `json:"per_second"`
 			} `json:"database"`
 		} `json:"ceilings"`
-		Ratio float64 `json:"ratio"`
+		Ratio     float64 `json:"ratio"`
+		HTTPRatio float64 `json:"http_ceiling_ratio"`
 	}
 	const devices = 50
 	runBench(t, &r, "ingest", "--duration", "2s", "--warmup", "500ms", "--devices", strconv.Itoa(devices), "--concurrency", "4")
@@ -143,8 +149,12 @@ func TestSmokeIngest(t *testing.T) {
 	if r.Baseline.TPS <= 0 || r.Ratio <= 0 {
 		t.Errorf("baseline %v tx/s, ratio %v", r.Baseline.TPS, r.Ratio)
 	}
-	if r.Ceilings.HTTP.PerSec <= 0 || r.Ceilings.Database.PerSec <= 0 {
-		t.Errorf("ceilings %+v; want the HTTP and database ceilings measured in the run", r.Ceilings)
+	if r.Ceilings.HTTP.PerSec <= 0 || r.Ceilings.HTTPAfter.PerSec <= 0 || r.Ceilings.Database.PerSec <= 0 {
+		t.Errorf("ceilings %+v; want the HTTP ceiling measured before and after the ingest, and the database one", r.Ceilings)
+	}
+	mean := (r.Ceilings.HTTP.PerSec + r.Ceilings.HTTPAfter.PerSec) / 2
+	if want := in.CreatedRPS / mean; math.Abs(r.HTTPRatio-want) > 1e-9*want {
+		t.Errorf("HTTP ceiling ratio %v; want %v, the 201/s over the mean of both HTTP ceilings", r.HTTPRatio, want)
 	}
 	if in.CPU["furrow"] <= 0 || in.CPU["postgres"] <= 0 {
 		t.Errorf("CPU by process group %v; want the server's and PostgreSQL's", in.CPU)

@@ -67,6 +67,21 @@ func TestPaceRateStopsAtEnd(t *testing.T) {
 	}
 }
 
+func TestPaceLastsUntilItsMinimum(t *testing.T) {
+	for _, rate := range []float64{0, 1000} {
+		p := newPace(time.Second, rate).atLeast(5)
+		p.end = p.start // The time is up, but not the minimum.
+		for want := range int64(5) {
+			if i, ok := p.next(t.Context()); !ok || i != want {
+				t.Fatalf("rate %v: next = %d, %v; want %d, true", rate, i, ok, want)
+			}
+		}
+		if i, ok := p.next(t.Context()); ok {
+			t.Errorf("rate %v: request %d handed out past both the end and the minimum", rate, i)
+		}
+	}
+}
+
 func TestReadCPUOfSelf(t *testing.T) {
 	before, err := ReadCPU(os.Getpid())
 	if err != nil {
