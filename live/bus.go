@@ -18,6 +18,11 @@ const (
 	// batchSize bounds the messages sent to the transport at once (one
 	// Redis pipeline).
 	batchSize = 128
+	// redisLinger is how long the Redis bus waits, after a message comes
+	// alone, for others to share its pipeline: each round trip to Redis
+	// costs both processes far more CPU than a message in it, and a live
+	// chart does not see 2 ms.
+	redisLinger = 2 * time.Millisecond
 	// sendTimeout bounds one transport send.
 	sendTimeout = 5 * time.Second
 	// warnEvery rate-limits the bus's warnings.
@@ -45,7 +50,10 @@ type Bus struct {
 	hub   *hub
 	tr    transport
 	queue chan message
-	log   *slog.Logger
+	// linger is how long a batch that is not full waits for more; zero
+	// sends at once.
+	linger time.Duration
+	log    *slog.Logger
 	warn  *rateLog
 
 	subMu     sync.Mutex // serialises watch and unwatch, keeping their order
@@ -57,12 +65,12 @@ type Bus struct {
 	closeOnce sync.Once
 }
 
-func newBus(h *hub, tr transport, queue int, log *slog.Logger) *Bus {
+func newBus(h *hub, tr transport, queue int, linger time.Duration, log *slog.Logger) *Bus {
 	if log == nil {
 		log = slog.Default()
 	}
 	b := &Bus{
-		hub: h, tr: tr, queue: make(chan message, queue), log: log,
+		hub: h, tr: tr, queue: make(chan message, queue), linger: linger, log: log,
 		warn: &rateLog{clock: furrow.SystemClock{}, every: warnEvery},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -166,8 +174,30 @@ func (b *Bus) pump() {
 	}
 }
 
-// fill adds whatever is already queued to batch, up to batchSize.
+// fill adds what is queued to batch, up to batchSize, waiting up to the
+// bus's linger for more when it is not full.
 func (b *Bus) fill(batch []message) []message {
+	batch = b.take(batch)
+	if b.linger <= 0 || len(batch) == batchSize {
+		return batch
+	}
+	t := time.NewTimer(b.linger)
+	defer t.Stop()
+	for len(batch) < batchSize {
+		select {
+		case r := <-b.queue:
+			batch = b.take(append(batch, r))
+		case <-t.C:
+			return batch
+		case <-b.stop:
+			return batch
+		}
+	}
+	return batch
+}
+
+// take adds whatever is already queued to batch, up to batchSize.
+func (b *Bus) take(batch []message) []message {
 	for len(batch) < batchSize {
 		select {
 		case r := <-b.queue:

@@ -9,7 +9,7 @@ import (
 // single instance, or tests. logger may be nil for slog.Default.
 func NewMemoryBus(logger *slog.Logger) *Bus {
 	h := newHub()
-	return newBus(h, memoryTransport{h}, queueSize, logger)
+	return newBus(h, memoryTransport{h}, queueSize, 0, logger)
 }
 
 // memoryTransport hands messages straight to the local hub.

@@ -34,7 +34,7 @@ func NewRedisBus(client redis.UniversalClient, prefix string, logger *slog.Logge
 	}
 	ch := t.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	go t.receive(ch)
-	return newBus(h, t, queueSize, logger)
+	return newBus(h, t, queueSize, redisLinger, logger)
 }
 
 type redisTransport struct {
