@@ -70,7 +70,7 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	fs.Float64Var(&c.Rate, "rate", 0, "requests per second in total; 0 is full speed")
 	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
 	skip := fs.Bool("skip-baseline", false, "do not run the baseline first")
-	skipCeilings := fs.Bool("skip-ceilings", false, "do not measure the machine's HTTP and database ceilings (before the ingest, and the HTTP one again after it)")
+	skipCeilings := fs.Bool("skip-ceilings", false, "do not measure the machine's HTTP ceiling (in turns with the ingest) and database ceiling (before it)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -104,6 +104,7 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 		if rep.Ceilings, err = measureCeilings(ctx, cfg, c); err != nil {
 			return err
 		}
+		c.HTTPCeiling = true
 	}
 	if !*skip {
 		// Same duration, warm-up and connections as the ingest run, just
@@ -121,12 +122,8 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	if rep.Baseline != nil && rep.Baseline.TPS > 0 {
 		rep.Ratio = rep.Ingest.CreatedRPS / rep.Baseline.TPS
 	}
-	if rep.Ceilings != nil {
-		after, err := bench.HTTPCeiling(ctx, c.Concurrency, c.Duration)
-		if err != nil {
-			return err
-		}
-		rep.Ceilings.HTTPAfter = &after
+	if rep.Ceilings != nil && rep.Ingest.HTTPCeiling != nil {
+		rep.Ceilings.HTTP = *rep.Ingest.HTTPCeiling
 		rep.HTTPRatio, rep.DatabaseRatio = rep.Ceilings.Against(rep.Ingest)
 	}
 	if *jsonOut {
@@ -203,15 +200,15 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 }
 
 // warnRateCap warns when the rate limit could cap the run: when the fleet
-// may be accepted less often than the machine's HTTP ceiling (or, not
-// measured, than the offered rate or 100,000/s) per second.
+// may be accepted less often than the offered rate or, at full speed, the
+// machine's database ceiling (100,000/s when not measured) per second.
 func warnRateCap(log *slog.Logger, rateCap float64, c bench.IngestConfig, ceilings *bench.Ceilings) {
 	reach := 100000.0
 	switch {
 	case c.Rate > 0:
 		reach = c.Rate
 	case ceilings != nil:
-		reach = ceilings.HTTP.PerSec
+		reach = ceilings.Database.PerSec
 	}
 	if rateCap < reach {
 		log.Warn("bench ingest: the rate limit could cap this run; raise --devices", "devices", c.Devices,
@@ -232,15 +229,12 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// measureCeilings measures the machine's HTTP and database ceilings with
-// the ingest run's connections and duration, just before it. The HTTP
-// ceiling is measured again after it (Ceilings.HTTPAfter).
+// measureCeilings measures the machine's database ceiling with the ingest
+// run's duration, just before it; the HTTP ceiling is measured in turns
+// with the ingest (bench.IngestConfig.HTTPCeiling).
 func measureCeilings(ctx context.Context, cfg Config, c bench.IngestConfig) (*bench.Ceilings, error) {
 	var out bench.Ceilings
 	var err error
-	if out.HTTP, err = bench.HTTPCeiling(ctx, c.Concurrency, c.Duration); err != nil {
-		return nil, err
-	}
 	// Four connections of disjoint devices: more writers than cores keep
 	// PostgreSQL busy while each waits for its commit's WAL flush.
 	if out.Database, err = bench.DatabaseCeiling(ctx, cfg.DatabaseURL, 4, c.Duration); err != nil {

@@ -18,24 +18,13 @@ import (
 // run as the ingest they are compared with.
 type Ceilings struct {
 	// HTTP is a minimal handler answering the same request with the same
-	// kind of response: no credential, no limiter, no storage.
+	// kind of response: no credential, no limiter, no storage. When the
+	// ingest measures it (IngestConfig.HTTPCeiling), it is measured in turns
+	// with the ingest, so that both see the same machine.
 	HTTP CeilingResult `json:"http"`
-	// HTTPAfter is the same, measured again once the ingest is over: the
-	// speed of a shared machine drifts, and the mean of the two brackets
-	// the ingest between them.
-	HTTPAfter *CeilingResult `json:"http_after,omitempty"`
 	// Database is the same rows as ingest stores (a reading, its outbox
 	// event and the device's last-seen time), in batches, with no HTTP.
 	Database CeilingResult `json:"database"`
-}
-
-// HTTPPerSec is the HTTP ceiling the ingest is compared with: the mean of
-// the measures before and after it, or the one before alone.
-func (c Ceilings) HTTPPerSec() float64 {
-	if c.HTTPAfter == nil {
-		return c.HTTP.PerSec
-	}
-	return (c.HTTP.PerSec + c.HTTPAfter.PerSec) / 2
 }
 
 // CeilingResult is one ceiling.
@@ -53,25 +42,54 @@ type CeilingResult struct {
 // machine's HTTP ceiling for Furrow's request. It decodes the JSON body and
 // answers 201 with a reading, as Furrow does, and nothing else.
 func HTTPCeiling(ctx context.Context, concurrency int, d time.Duration) (CeilingResult, error) {
+	c, err := startHTTPCeiling(concurrency)
+	if err != nil {
+		return CeilingResult{}, err
+	}
+	defer c.close()
+	var acc ceilingSlices
+	acc.run(ctx, c, d)
+	return acc.result()
+}
+
+// httpCeiling is the minimal reading server and the client that loads it.
+type httpCeiling struct {
+	srv         *http.Server
+	url         string
+	hc          *http.Client
+	devices     []Device
+	concurrency int
+}
+
+func startHTTPCeiling(concurrency int) (*httpCeiling, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return CeilingResult{}, fmt.Errorf("http ceiling: %w", err)
+		return nil, fmt.Errorf("http ceiling: %w", err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(ceilingHandler), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	url := "http://" + ln.Addr().String()
-	hc := loadClient(concurrency)
-	defer hc.CloseIdleConnections()
-	devices := make([]Device, 1000)
-	for i := range devices {
-		devices[i] = Device{ID: uuid.NewString(), Key: "fdk_ceiling"}
+	c := &httpCeiling{
+		srv:         &http.Server{Handler: http.HandlerFunc(ceilingHandler), ReadHeaderTimeout: 5 * time.Second},
+		url:         "http://" + ln.Addr().String(),
+		hc:          loadClient(concurrency),
+		devices:     make([]Device, 1000),
+		concurrency: concurrency,
 	}
-	meter := startGroupCPU()
-	p := newPace(d, 0)
-	t := runLoad(ctx, concurrency, p, func(ctx context.Context, i int64, t *tally) {
+	go func() { _ = c.srv.Serve(ln) }()
+	for i := range c.devices {
+		c.devices[i] = Device{ID: uuid.NewString(), Key: "fdk_ceiling"}
+	}
+	return c, nil
+}
+
+func (c *httpCeiling) close() {
+	c.hc.CloseIdleConnections()
+	_ = c.srv.Close()
+}
+
+// load posts to the server at full speed until p ends.
+func (c *httpCeiling) load(ctx context.Context, p *pace) *tally {
+	return runLoad(ctx, c.concurrency, p, func(ctx context.Context, i int64, t *tally) {
 		began := time.Now()
-		status, _, err := postReading(ctx, hc, url, devices[i%int64(len(devices))], strconv.FormatInt(i, 10))
+		status, _, err := postReading(ctx, c.hc, c.url, c.devices[i%int64(len(c.devices))], strconv.FormatInt(i, 10))
 		if err != nil || status != http.StatusCreated {
 			t.failures++
 			t.lastErr = cmpErr(err, status)
@@ -79,7 +97,47 @@ func HTTPCeiling(ctx context.Context, concurrency int, d time.Duration) (Ceiling
 		}
 		t.latencies = append(t.latencies, time.Since(began))
 	})
-	return finishCeiling(t, p, meter)
+}
+
+// ceilingSlices adds up the slices of an HTTP ceiling measured in turns
+// with the ingest.
+type ceilingSlices struct {
+	t       tally
+	elapsed time.Duration
+	cpu     map[string]float64
+}
+
+// run measures one slice of d.
+func (a *ceilingSlices) run(ctx context.Context, c *httpCeiling, d time.Duration) {
+	meter := startGroupCPU()
+	p := newPace(d, 0)
+	t := c.load(ctx, p)
+	a.elapsed += time.Since(p.start)
+	a.cpu = addCPU(a.cpu, meter.stop())
+	if a.t.status == nil {
+		a.t.status = map[int]int64{}
+	}
+	a.t.merge(t)
+}
+
+func (a *ceilingSlices) result() (CeilingResult, error) {
+	r := CeilingResult{Count: int64(len(a.t.latencies)), Elapsed: a.elapsed, Latency: Summarize(a.t.latencies), CPU: a.cpu}
+	r.PerSec = perSecond(r.Count, a.elapsed)
+	if r.Count == 0 && a.t.lastErr != nil {
+		return r, fmt.Errorf("ceiling: nothing succeeded: %w", a.t.lastErr)
+	}
+	return r, nil
+}
+
+// addCPU adds the CPU seconds of each group in b to a.
+func addCPU(a, b map[string]float64) map[string]float64 {
+	if a == nil {
+		a = map[string]float64{}
+	}
+	for g, s := range b {
+		a[g] += s
+	}
+	return a
 }
 
 func cmpErr(err error, status int) error {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,6 +34,11 @@ type IngestConfig struct {
 	// measured requests find every key learnt. Its requests are checked like
 	// the others.
 	Warmup time.Duration
+	// HTTPCeiling measures the machine's HTTP ceiling (see HTTPCeiling) in
+	// turns with the measured run: the run is cut into ceilingTurns slices,
+	// each after a slice of the ceiling as long. A shared machine's speed
+	// drifts by half within a minute; in turns, both see the same machine.
+	HTTPCeiling bool
 	// Rate is the offered load in requests per second; 0 is full speed.
 	Rate float64
 	// Pid, when positive, is the server whose memory is read after the run.
@@ -65,7 +71,14 @@ type IngestResult struct {
 	// "furrow" (the server, when its pid is known), "postgres", "redis"
 	// and "bench" (the load generator).
 	CPU map[string]float64 `json:"cpu_s,omitempty"`
+	// HTTPCeiling is the ceiling measured in turns with the load, when
+	// IngestConfig.HTTPCeiling asks for it.
+	HTTPCeiling *CeilingResult `json:"-"`
 }
+
+// ceilingTurns is the number of slices of the measured run when the HTTP
+// ceiling is measured in turns with it.
+const ceilingTurns = 5
 
 // Phase is the figures of a part of a run.
 type Phase struct {
@@ -142,8 +155,10 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 	}
 	log.Info("fleet ready", "farm", fleet.farm, "devices", len(fleet.devices))
 	hc := loadClient(cfg.Concurrency)
+	var base atomic.Int64 // requests of the slices before, so devices keep their turns
 	post := func(prefix string) func(ctx context.Context, i int64, t *tally) {
 		return func(ctx context.Context, i int64, t *tally) {
+			i += base.Load()
 			d := fleet.devices[i%int64(len(fleet.devices))]
 			began := time.Now()
 			status, _, err := postReading(ctx, hc, tg.url, d, prefix+strconv.FormatInt(i, 10))
@@ -166,12 +181,11 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 			warm.Requests += n
 		}
 	}
-	cpu, groups := startCPU(tg.pid), startGroupCPUWith(tg.pid)
-	p := newPace(cfg.Duration, cfg.Rate)
-	t := runLoad(ctx, cfg.Concurrency, p, post(""))
-	elapsed := time.Since(p.start)
-	hc.CloseIdleConnections()
-	r := IngestResult{Elapsed: elapsed, Status: map[string]int64{}, Failures: t.failures, ServerCPU: cpu.stop(), CPU: groups.stop(), Warmup: warm}
+	r, t, err := measure(ctx, cfg, tg.pid, hc, post(""), &base)
+	if err != nil {
+		return r, err
+	}
+	r.Warmup = warm
 	for code, n := range t.status {
 		r.Status[strconv.Itoa(code)] = n
 		r.Requests += n
@@ -180,7 +194,7 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 		r.LastFailure = t.lastErr.Error()
 	}
 	r.Latency = Summarize(t.latencies)
-	r.RPS, r.CreatedRPS = perSecond(r.Requests, elapsed), perSecond(r.Created(), elapsed)
+	r.RPS, r.CreatedRPS = perSecond(r.Requests, r.Elapsed), perSecond(r.Created(), r.Elapsed)
 	if r.Stored, r.Events, err = countFarmRows(ctx, tg.databaseURL, fleet.farm); err != nil {
 		return r, err
 	}
@@ -192,6 +206,53 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 		r.Memory = &m
 	}
 	return r, nil
+}
+
+// measure runs the measured load with do, in slices in turns with the HTTP
+// ceiling when cfg asks for it, and returns the result's elapsed time, CPU
+// and ceiling, and the merged tally. base counts the requests of the
+// slices before the current one.
+func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
+	do func(context.Context, int64, *tally), base *atomic.Int64) (IngestResult, *tally, error) {
+	r := IngestResult{Status: map[string]int64{}}
+	all := &tally{status: map[int]int64{}}
+	turns := 1
+	var ceiling *httpCeiling
+	var ceilings ceilingSlices
+	if cfg.HTTPCeiling {
+		c, err := startHTTPCeiling(cfg.Concurrency)
+		if err != nil {
+			return r, all, err
+		}
+		defer c.close()
+		ceiling, turns = c, ceilingTurns
+	}
+	slice := cfg.Duration / time.Duration(turns)
+	for range turns {
+		if ceiling != nil {
+			ceilings.run(ctx, ceiling, slice)
+		}
+		cpu, groups := startCPU(pid), startGroupCPUWith(pid)
+		p := newPace(slice, cfg.Rate)
+		t := runLoad(ctx, cfg.Concurrency, p, do)
+		r.Elapsed += time.Since(p.start)
+		r.ServerCPU += cpu.stop()
+		r.CPU = addCPU(r.CPU, groups.stop())
+		base.Add(t.failures)
+		for _, n := range t.status {
+			base.Add(n)
+		}
+		all.merge(t)
+	}
+	hc.CloseIdleConnections()
+	if ceiling != nil {
+		c, err := ceilings.result()
+		if err != nil {
+			return r, all, err
+		}
+		r.HTTPCeiling = &c
+	}
+	return r, all, nil
 }
 
 // fleet is a farm with its devices.
