@@ -209,8 +209,8 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 }
 
 // measure runs the measured load with do, in slices in turns with the HTTP
-// ceiling when cfg asks for it, and returns the result's elapsed time, CPU
-// and ceiling, and the merged tally. base counts the requests of the
+// ceiling when cfg asks for it, and returns the result's elapsed time, CPU,
+// failures and ceiling, and the merged tally. base counts the requests of the
 // slices before the current one.
 func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 	do func(context.Context, int64, *tally), base *atomic.Int64) (IngestResult, *tally, error) {
@@ -245,6 +245,7 @@ func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 		all.merge(t)
 	}
 	hc.CloseIdleConnections()
+	r.Failures = all.failures
 	if ceiling != nil {
 		c, err := ceilings.result()
 		if err != nil {
