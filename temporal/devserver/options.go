@@ -86,20 +86,23 @@ func resolve(opts Options) (*resolved, error) {
 
 // resolveAddrs parses the frontend and UI addresses and picks the ports left
 // to choose. The internal services and the frontend's HTTP API get free
-// ports on the frontend's IP.
+// ports on the frontend's IP. Every port chosen is held until all are, so
+// that no two of them can be the same.
 func (r *resolved) resolveAddrs(opts Options) error {
+	var held portHolds
+	defer held.release()
 	ip, port, err := splitAddr("frontend", orDefault(opts.FrontendAddr, DefaultFrontendAddr))
 	if err != nil {
 		return err
 	}
-	if r.frontendPort, err = choosePort(ip, port); err != nil {
+	if r.frontendPort, err = held.choose(ip, port); err != nil {
 		return fmt.Errorf("devserver: frontend address: %w", err)
 	}
 	r.ip = ip
 	r.frontendAddr = net.JoinHostPort(ip, strconv.Itoa(r.frontendPort))
 	r.servicePorts = map[string]int{}
 	for _, svc := range []string{"history", "matching", "worker", "http"} {
-		if r.servicePorts[svc], err = choosePort(ip, 0); err != nil {
+		if r.servicePorts[svc], err = held.choose(ip, 0); err != nil {
 			return fmt.Errorf("devserver: %s port: %w", svc, err)
 		}
 	}
@@ -110,7 +113,7 @@ func (r *resolved) resolveAddrs(opts Options) error {
 	if err != nil {
 		return err
 	}
-	if uiPort, err = choosePort(uiIP, uiPort); err != nil {
+	if uiPort, err = held.choose(uiIP, uiPort); err != nil {
 		return fmt.Errorf("devserver: UI address: %w", err)
 	}
 	r.uiAddr = net.JoinHostPort(uiIP, strconv.Itoa(uiPort))
@@ -138,16 +141,27 @@ func splitAddr(what, addr string) (string, int, error) {
 	return ip.String(), port, nil
 }
 
-// choosePort returns port if it is free on ip, or a free port if port is 0.
-// Checking up front turns "address in use" into a clear error: the Temporal
-// services and the UI server would otherwise fail late or exit the process.
-func choosePort(ip string, port int) (int, error) {
+// portHolds keeps the listeners of the ports chosen so far.
+type portHolds []net.Listener
+
+// choose returns port if it is free on ip, or a free port if port is 0,
+// and holds it until release. Checking up front turns "address in use"
+// into a clear error: the Temporal services and the UI server would
+// otherwise fail late or exit the process.
+func (h *portHolds) choose(ip string, port int) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	*h = append(*h, l)
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// release frees every held port for the servers to bind.
+func (h *portHolds) release() {
+	for _, l := range *h {
+		l.Close()
+	}
 }
 
 func orDefault(v, def string) string {
