@@ -54,7 +54,7 @@ type Bus struct {
 	// sends at once.
 	linger time.Duration
 	log    *slog.Logger
-	warn  *rateLog
+	warn   *rateLog
 
 	subMu     sync.Mutex // serialises watch and unwatch, keeping their order
 	dropped   atomic.Uint64
