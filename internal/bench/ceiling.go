@@ -37,22 +37,10 @@ type CeilingResult struct {
 	CPU map[string]float64 `json:"cpu_s,omitempty"`
 }
 
-// HTTPCeiling serves a minimal reading handler on loopback in this process
-// and posts readings to it from concurrency connections for d: the
-// machine's HTTP ceiling for Furrow's request. It decodes the JSON body and
-// answers 201 with a reading, as Furrow does, and nothing else.
-func HTTPCeiling(ctx context.Context, concurrency int, d time.Duration) (CeilingResult, error) {
-	c, err := startHTTPCeiling(concurrency)
-	if err != nil {
-		return CeilingResult{}, err
-	}
-	defer c.close()
-	var acc ceilingSlices
-	acc.run(ctx, c, d)
-	return acc.result()
-}
-
-// httpCeiling is the minimal reading server and the client that loads it.
+// httpCeiling is the machine's HTTP ceiling for Furrow's request: a
+// minimal reading handler served on loopback in this process, which decodes
+// the JSON body and answers 201 with a reading, as Furrow does, and nothing
+// else; and the client that posts to it from concurrency connections.
 type httpCeiling struct {
 	srv         *http.Server
 	url         string
@@ -107,6 +95,10 @@ type ceilingSlices struct {
 	cpu     map[string]float64
 }
 
+func newCeilingSlices() *ceilingSlices {
+	return &ceilingSlices{t: tally{status: map[int]int64{}}}
+}
+
 // run measures one slice of d.
 func (a *ceilingSlices) run(ctx context.Context, c *httpCeiling, d time.Duration) {
 	meter := startGroupCPU()
@@ -114,19 +106,11 @@ func (a *ceilingSlices) run(ctx context.Context, c *httpCeiling, d time.Duration
 	t := c.load(ctx, p)
 	a.elapsed += time.Since(p.start)
 	a.cpu = addCPU(a.cpu, meter.stop())
-	if a.t.status == nil {
-		a.t.status = map[int]int64{}
-	}
 	a.t.merge(t)
 }
 
 func (a *ceilingSlices) result() (CeilingResult, error) {
-	r := CeilingResult{Count: int64(len(a.t.latencies)), Elapsed: a.elapsed, Latency: Summarize(a.t.latencies), CPU: a.cpu}
-	r.PerSec = perSecond(r.Count, a.elapsed)
-	if r.Count == 0 && a.t.lastErr != nil {
-		return r, fmt.Errorf("ceiling: nothing succeeded: %w", a.t.lastErr)
-	}
-	return r, nil
+	return ceilingResult(&a.t, a.elapsed, a.cpu)
 }
 
 // addCPU adds the CPU seconds of each group in b to a.
@@ -147,9 +131,10 @@ func cmpErr(err error, status int) error {
 	return fmt.Errorf("status %d", status)
 }
 
-func finishCeiling(t *tally, p *pace, meter *groupCPU) (CeilingResult, error) {
-	elapsed := time.Since(p.start)
-	r := CeilingResult{Count: int64(len(t.latencies)), Elapsed: elapsed, Latency: Summarize(t.latencies), CPU: meter.stop()}
+// ceilingResult is the ceiling that t observed over elapsed, using cpu; an
+// error when nothing succeeded.
+func ceilingResult(t *tally, elapsed time.Duration, cpu map[string]float64) (CeilingResult, error) {
+	r := CeilingResult{Count: int64(len(t.latencies)), Elapsed: elapsed, Latency: Summarize(t.latencies), CPU: cpu}
 	r.PerSec = perSecond(r.Count, elapsed)
 	if r.Count == 0 && t.lastErr != nil {
 		return r, fmt.Errorf("ceiling: nothing succeeded: %w", t.lastErr)
@@ -215,7 +200,7 @@ func DatabaseCeiling(ctx context.Context, databaseURL string, writers int, d tim
 			t.latencies = append(t.latencies, el)
 		}
 	})
-	return finishCeiling(t, p, meter)
+	return ceilingResult(t, time.Since(p.start), meter.stop())
 }
 
 // ceilingBatchSQL writes what Furrow's group commit writes for a batch:

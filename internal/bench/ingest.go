@@ -34,7 +34,7 @@ type IngestConfig struct {
 	// measured requests find every key learnt. Its requests are checked like
 	// the others.
 	Warmup time.Duration
-	// HTTPCeiling measures the machine's HTTP ceiling (see HTTPCeiling) in
+	// HTTPCeiling measures the machine's HTTP ceiling (see httpCeiling) in
 	// turns with the measured run: the run is cut into ceilingTurns slices,
 	// each after a slice of the ceiling as long. A shared machine's speed
 	// drifts by half within a minute; in turns, both see the same machine.
@@ -218,7 +218,7 @@ func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 	all := &tally{status: map[int]int64{}}
 	turns := 1
 	var ceiling *httpCeiling
-	var ceilings ceilingSlices
+	ceilings := newCeilingSlices()
 	if cfg.HTTPCeiling {
 		c, err := startHTTPCeiling(cfg.Concurrency)
 		if err != nil {
