@@ -199,10 +199,11 @@ func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UU
 		done []string
 		held []furrow.Hold
 	)
+	paced := anyPaced(hooks)
 	g, gctx := errgroup.WithContext(ctx)
 	for i, e := range events {
 		g.Go(func() error {
-			hold, err := d.dispatchEvent(gctx, sem, i, hooks, e)
+			hold, err := d.dispatchEvent(gctx, sem, i, hooks, paced, e)
 			if err != nil {
 				return err
 			}

@@ -23,11 +23,10 @@ var skippedNamespace = uuid.MustParse("6f1d7a52-3c1e-4c4b-9d61-0b0f3f1f7a11")
 // disabled webhooks; rank is its place among its farm's events of the
 // batch (see ranked). A start a paced webhook has no room for yet is left
 // out, and hold says how long the event is to wait before it is claimed
-// again (0: every workflow is started).
-func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hooks []furrow.Webhook, e furrow.Event) (hold time.Duration, err error) {
-	// Only a farm with a paced webhook can have held events: the others
-	// leave the pacer's lock alone.
-	paced := slices.ContainsFunc(hooks, func(w furrow.Webhook) bool { return w.MaxPerSecond != nil })
+// again (0: every workflow is started). paced says whether one of hooks has
+// a rate (anyPaced): only then can the event have been held, so the others
+// leave the pacer's lock alone.
+func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hooks []furrow.Webhook, paced bool, e furrow.Event) (hold time.Duration, err error) {
 	var done, started []uuid.UUID
 	if paced {
 		done = d.paced.startedOf(e.ID) // while it was held
@@ -53,6 +52,11 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hoo
 		d.paced.settled(e.ID, started, hold > 0)
 	}
 	return hold, nil
+}
+
+// anyPaced reports whether one of hooks has a rate (max_per_second).
+func anyPaced(hooks []furrow.Webhook) bool {
+	return slices.ContainsFunc(hooks, func(w furrow.Webhook) bool { return w.MaxPerSecond != nil })
 }
 
 // start starts the delivery workflow; an existing one counts as started.
