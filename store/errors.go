@@ -20,8 +20,6 @@ var constraintMessages = map[string]string{
 	"farm_members_user_fkey":  "The user was not found.",
 	"devices_key_hash_key":    "The new device key collided with another; retry.",
 	"devices_farm_fkey":       "The farm was not found.",
-	"readings_device_fkey":    "The device was not found.",
-	"events_farm_fkey":        "The farm was not found.",
 	"events_pkey":             "An event with this id already exists.",
 	"webhooks_farm_fkey":      "The farm was not found.",
 	"webhooks_pkey":           "A webhook with this id already exists.",

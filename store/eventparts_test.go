@@ -304,6 +304,9 @@ func TestMigrationPartitionsPopulatedEvents(t *testing.T) {
 	if parts := partitionsOf(t, url, "events"); parts["events_p_legacy"] != 3000 {
 		t.Fatalf("partitions %v: want the old rows in events_p_legacy", parts)
 	}
+	if fks := foreignKeysOf(ctx, t, conn, "events"); len(fks) != 0 {
+		t.Fatalf("foreign keys %v left on events and its partitions, want none (migration 0016)", fks)
+	}
 
 	clock := futureClock()
 	db, err := store.Open(ctx, url, store.Options{Clock: clock})

@@ -87,12 +87,16 @@ func subscribesSQL(types, typ string) string {
 // (event types hold no quote, comma or brace).
 var defaultTypesSQL = `'{` + strings.Join(furrow.DefaultEventTypes, ",") + `}'::text[]`
 
-// insertEventsSQL stores events in the outbox ($6 is now). RETURNING says
-// which events wait for the dispatcher (see storedEvents).
+// insertEventsSQL stores events in the outbox ($6 is now), those of farms
+// that exist: events carry no foreign key (migration 0016), so the farm's
+// row is locked as the key's check did. RETURNING says which events were
+// stored and which of them wait for the dispatcher (see storedEvents).
 var insertEventsSQL = `INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
 	SELECT t.id, t.type, t.farm_id, t.occurred_at_ms, t.data::jsonb, ` + dispatchedAt("t.farm_id", "t.type", "$6::bigint") + `
 	FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[])
 		AS t(id, type, farm_id, occurred_at_ms, data)
+	JOIN farms f ON f.id = t.farm_id
+	FOR KEY SHARE OF f
 	RETURNING id, dispatched_at_ms IS NULL`
 
 func (r *eventRows) args(nowMs int64) []any {
@@ -160,19 +164,22 @@ func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.OutboxEve
 	}
 	var rows eventRows
 	rows.add(id, e)
-	var pending map[uuid.UUID]bool
+	var stored, pending map[uuid.UUID]bool
 	err = db.withPartitions(ctx, []int64{e.OccurredAtMs}, func() (err error) {
 		if e.OccurredAtMs >= now-recentEvent.Milliseconds() {
-			_, pending, err = insertEvents(ctx, db.pool, &rows, now)
+			stored, pending, err = insertEvents(ctx, db.pool, &rows, now)
 			return err
 		}
 		return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) (err error) {
-			_, pending, err = insertEvents(ctx, tx, &rows, now)
+			stored, pending, err = insertEvents(ctx, tx, &rows, now)
 			return err
 		})
 	}, db.eventParts)
-	if err != nil {
+	switch {
+	case err != nil:
 		return furrow.OutboxEvent{}, translate(err, "create event", "farm")
+	case !stored[id]:
+		return furrow.OutboxEvent{}, errFarmGone
 	}
 	return furrow.OutboxEvent{Event: e, Pending: pending[id]}, nil
 }

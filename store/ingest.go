@@ -245,14 +245,26 @@ func rowLevel(err error) bool {
 // and its last-seen update. Events are stored as insertEventsSQL does.
 // Devices are updated in id order so that concurrent batches lock them in
 // the same order; within a minute the update changes no indexed column, so
-// it is a HOT update (migration 0009). The result is that of insertEventsSQL.
+// it is a HOT update (migration 0009). Readings and events carry no foreign
+// key (migration 0016): a reading is stored only if the update of its
+// device found the row, under the row's lock, so a device deleted while
+// the statement runs takes none of the batch's readings with it, nor
+// leaves them behind. The result is that of insertEventsSQL.
 var storeReadingsSQL = `
 WITH u AS (
 	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::uuid[], $4::integer[], $5::text[], $6::bigint[], $7::uuid[], $8::text[], $11::text[])
 		AS u(device_id, key_hash, farm_id, metric_id, value, ts_ms, event_id, data, trace_parent)),
-ok AS (
+c AS (
 	SELECT u.* FROM u WHERE EXISTS (SELECT 1 FROM devices d WHERE d.id = u.device_id
 		AND d.farm_id = u.farm_id AND (u.key_hash IS NULL OR d.key_hash = u.key_hash))),
+t AS (
+	UPDATE devices d SET last_seen_ms = GREATEST(d.last_seen_ms, x.ts), offline_since_ms = NULL,
+		seen_minute_ms = GREATEST(d.seen_minute_ms, x.ts - x.ts % ` + seenMinute + `)
+	FROM (SELECT device_id, max(ts_ms) AS ts FROM c GROUP BY device_id ORDER BY device_id) x
+	WHERE d.id = x.device_id
+	RETURNING d.id),
+ok AS (
+	SELECT c.* FROM c WHERE c.device_id IN (SELECT id FROM t)),
 r AS (
 	INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms)
 	SELECT device_id, farm_id, metric_id, value, ts_ms FROM ok),
@@ -261,12 +273,7 @@ e AS (
 	SELECT ok.event_id, $9::text, ok.farm_id, ok.ts_ms, ok.data::jsonb, ` + dispatchedAt("ok.farm_id", "$9::text", "$10::bigint") + `,
 		NULLIF(ok.trace_parent, '')
 	FROM ok
-	RETURNING id, dispatched_at_ms IS NULL),
-t AS (
-	UPDATE devices d SET last_seen_ms = GREATEST(d.last_seen_ms, x.ts), offline_since_ms = NULL,
-		seen_minute_ms = GREATEST(d.seen_minute_ms, x.ts - x.ts % ` + seenMinute + `)
-	FROM (SELECT device_id, max(ts_ms) AS ts FROM ok GROUP BY device_id ORDER BY device_id) x
-	WHERE d.id = x.device_id)
+	RETURNING id, dispatched_at_ms IS NULL)
 SELECT * FROM e`
 
 // writeReadingsPartitioned is writeReadings once the day partitions of
@@ -354,4 +361,5 @@ func storedReadingEvents(rows pgx.Rows, n int) (stored, pending map[uuid.UUID]bo
 var (
 	errKeyRevoked = furrow.Errorf(furrow.EUNAUTHORIZED, "The key is no longer the device's.")
 	errDeviceGone = furrow.Errorf(furrow.ENOTFOUND, "The device was not found.")
+	errFarmGone   = furrow.Errorf(furrow.ENOTFOUND, "The farm was not found.")
 )

@@ -80,6 +80,9 @@ func TestMigrationPartitionsPopulatedReadings(t *testing.T) {
 	if parts := readingPartitions(t, url); parts["readings_p_legacy"] != 5000 {
 		t.Fatalf("partitions %v: want the old rows in readings_p_legacy", parts)
 	}
+	if fks := foreignKeysOf(ctx, t, conn, "readings"); len(fks) != 0 {
+		t.Fatalf("foreign keys %v left on readings and its partitions, want none (migration 0016)", fks)
+	}
 
 	// The store pages through old and new rows alike, and new rows follow
 	// the old sequence.
@@ -201,6 +204,19 @@ func TestPruneReadingsCreatesAheadAndDropsOnlyExpired(t *testing.T) {
 
 // tableShape returns table's relkind ("p" when partitioned), its row count
 // and the sum of its seq column, which a conversion must keep.
+// foreignKeysOf returns the foreign keys of table and of every partition
+// of it.
+func foreignKeysOf(ctx context.Context, t *testing.T, conn *pgx.Conn, table string) []string {
+	t.Helper()
+	rows, _ := conn.Query(ctx, `SELECT conname::text FROM pg_constraint
+		WHERE contype = 'f' AND conrelid IN (SELECT relid FROM pg_partition_tree($1::regclass))`, table)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
 func tableShape(ctx context.Context, t *testing.T, conn *pgx.Conn, table string) (kind string, n, seqSum int64) {
 	t.Helper()
 	if err := conn.QueryRow(ctx, "SELECT relkind::text FROM pg_class WHERE oid = $1::regclass", table).Scan(&kind); err != nil {

@@ -165,6 +165,79 @@ func TestBatchWithBadRowStoresTheOthers(t *testing.T) {
 	}
 }
 
+// A device deleted while a batch waits for its row is not written to: the
+// reading is refused and leaves no row behind, as the foreign key ensured
+// before migration 0016.
+func TestReadingOfDeviceDeletedMeanwhileIsRefused(t *testing.T) {
+	ctx := context.Background()
+	db, url := newDB(t, newClock())
+	fx := newFixture(t, db)
+	doomed, _, err := db.CreateDevice(ctx, fx.farm.ID, "doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "DELETE FROM devices WHERE id = $1", doomed.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := reading(fx, 1, "late")
+	r.DeviceID = doomed.ID
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := db.CreateReading(ctx, r, nil)
+		errc <- err
+	}()
+	waitForLockWait(t, url)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		wantCode(t, err, furrow.ENOTFOUND)
+	case <-time.After(10 * time.Second):
+		t.Fatal("CreateReading still waiting 10 s after the delete committed")
+	}
+	var readings, events int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM readings WHERE device_id = $1),
+		(SELECT count(*) FROM events WHERE data->>'device_id' = $1::text)`, doomed.ID).Scan(&readings, &events); err != nil {
+		t.Fatal(err)
+	}
+	if readings != 0 || events != 0 {
+		t.Fatalf("the deleted device has %d readings and %d events, want none", readings, events)
+	}
+}
+
+// waitForLockWait waits until a session of url's database waits for a row
+// lock.
+func waitForLockWait(t *testing.T, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var waiting bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+	}
+	t.Fatal("no session waited for a lock within 10 s")
+}
+
 func TestCreateReadingAfterCloseFails(t *testing.T) {
 	db, err := store.Open(context.Background(), "postgres://postgres@127.0.0.1:1/none?sslmode=disable", store.Options{})
 	if err != nil {
