@@ -249,7 +249,10 @@ func rowLevel(err error) bool {
 // key (migration 0016): a reading is stored only if the update of its
 // device found the row, under the row's lock, so a device deleted while
 // the statement runs takes none of the batch's readings with it, nor
-// leaves them behind. The result is that of insertEventsSQL.
+// leaves them behind. (IS TRUE keeps that IN a hashed subplan: as a join,
+// which the planner would make a nested loop since it cannot count the
+// CTEs' rows, a batch of 256 compared every reading with every device.)
+// The result is that of insertEventsSQL.
 var storeReadingsSQL = `
 WITH u AS (
 	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::uuid[], $4::integer[], $5::text[], $6::bigint[], $7::uuid[], $8::text[], $11::text[])
@@ -264,7 +267,7 @@ t AS (
 	WHERE d.id = x.device_id
 	RETURNING d.id),
 ok AS (
-	SELECT c.* FROM c WHERE c.device_id IN (SELECT id FROM t)),
+	SELECT c.* FROM c WHERE (c.device_id IN (SELECT id FROM t)) IS TRUE),
 r AS (
 	INSERT INTO readings (device_id, farm_id, metric_id, value, ts_ms)
 	SELECT device_id, farm_id, metric_id, value, ts_ms FROM ok),
