@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
 )
@@ -39,11 +38,7 @@ func TestUsers(t *testing.T) {
 func assertNotStored(t *testing.T, url, query, secret string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	var n int
 	if err := conn.QueryRow(ctx, query, secret).Scan(&n); err != nil {
 		t.Fatal(err)

@@ -22,11 +22,7 @@ import (
 func partitionsOf(t *testing.T, url, parent string) map[string]int {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	rows, _ := conn.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = $1::regclass`, parent)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -189,11 +185,7 @@ func TestOutboxQueriesReadOnlyPartitionsFromTheFloor(t *testing.T) {
 	if err != nil || floor != all[2].OccurredAtMs {
 		t.Fatalf("floor %d, %v; want the oldest undispatched event's time", floor, err)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	parts := partitionsOf(t, url, "events")
 	if _, ok := parts["events_p20310310"]; !ok {
 		t.Fatalf("partitions %v: want the dispatched days still there", parts)

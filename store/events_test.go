@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/store"
@@ -221,11 +220,7 @@ func TestMarkOfflineHonoursLimit(t *testing.T) {
 func TestOfflineSweepUsesPartialIndex(t *testing.T) {
 	ctx := context.Background()
 	_, url := newDB(t, newClock())
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	// An empty table would be scanned whatever the indexes; forbid that.
 	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
 		t.Fatal(err)

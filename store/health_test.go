@@ -39,14 +39,10 @@ func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	// Every 10th attempt failed, every 50th was skipped; they spread evenly
 	// over the last 72 hours.
-	_, err = conn.Exec(ctx, `INSERT INTO delivery_attempts
+	_, err := conn.Exec(ctx, `INSERT INTO delivery_attempts
 		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
 		SELECT gen_random_uuid(), ($1::uuid[])[1 + i % 20], gen_random_uuid(), 1,
 			CASE WHEN i / 20 % 10 = 0 THEN 503 WHEN i / 20 % 50 = 1 THEN 0 ELSE 200 END, '',

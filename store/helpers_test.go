@@ -83,6 +83,17 @@ func newUser(t testing.TB, db *store.DB) furrow.User {
 // dbUpTo returns a fresh database migrated up to and including version,
 // and a connection to it closed when t ends: the state an older release
 // left, for tests of the migrations after it.
+// connect opens a connection to url, closed when the test ends.
+func connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 func dbUpTo(t *testing.T, version string) (string, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
@@ -90,10 +101,5 @@ func dbUpTo(t *testing.T, version string) (string, *pgx.Conn) {
 	if err := store.MigrateUpTo(ctx, url, version); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return url, conn
+	return url, connect(t, url)
 }

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 )
@@ -30,11 +28,7 @@ func TestMigrateConcurrentAndIdempotent(t *testing.T) {
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	var applied, tables int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM schema_migrations").Scan(&applied); err != nil {
 		t.Fatal(err)
@@ -43,7 +37,7 @@ func TestMigrateConcurrentAndIdempotent(t *testing.T) {
 	if applied != len(files) || applied == 0 {
 		t.Errorf("schema_migrations has %d rows, want 1 per migration file (%d)", applied, len(files))
 	}
-	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename IN
+	err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename IN
 		('users','farms','farm_members','devices','readings','events','webhooks','delivery_attempts')`).Scan(&tables)
 	if err != nil {
 		t.Fatal(err)

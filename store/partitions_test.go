@@ -25,11 +25,7 @@ func futureClock() *testclock.Clock {
 func readingPartitions(t *testing.T, url string) map[string]int {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	rows, _ := conn.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = 'readings'::regclass`)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])

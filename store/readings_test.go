@@ -104,11 +104,7 @@ func TestCreateReadingConcurrentGroupCommit(t *testing.T) {
 	if len(ids) != n {
 		t.Fatalf("%d distinct event ids, want %d", len(ids), n)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	var readings, matched, wrongTime int
 	err = conn.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM readings),
@@ -130,19 +126,22 @@ func TestCreateReadingConcurrentGroupCommit(t *testing.T) {
 	}
 }
 
-func TestBatchWithBadRowStoresTheOthers(t *testing.T) {
-	ctx := context.Background()
+// doomedDevice makes a store with a fixture, a second device of its farm to
+// delete, and a connection to its database.
+func doomedDevice(t *testing.T) (*store.DB, fixture, furrow.Device, *pgx.Conn) {
+	t.Helper()
 	db, url := newDB(t, newClock())
 	fx := newFixture(t, db)
-	doomed, _, err := db.CreateDevice(ctx, fx.farm.ID, "doomed")
+	doomed, _, err := db.CreateDevice(context.Background(), fx.farm.ID, "doomed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	return db, fx, doomed, connect(t, url)
+}
+
+func TestBatchWithBadRowStoresTheOthers(t *testing.T) {
+	ctx := context.Background()
+	db, fx, doomed, conn := doomedDevice(t)
 	if _, err := conn.Exec(ctx, "DELETE FROM devices WHERE id = $1", doomed.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -170,17 +169,7 @@ func TestBatchWithBadRowStoresTheOthers(t *testing.T) {
 // before migration 0016.
 func TestReadingOfDeviceDeletedMeanwhileIsRefused(t *testing.T) {
 	ctx := context.Background()
-	db, url := newDB(t, newClock())
-	fx := newFixture(t, db)
-	doomed, _, err := db.CreateDevice(ctx, fx.farm.ID, "doomed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	db, fx, doomed, conn := doomedDevice(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +184,7 @@ func TestReadingOfDeviceDeletedMeanwhileIsRefused(t *testing.T) {
 		_, _, err := db.CreateReading(ctx, r, nil)
 		errc <- err
 	}()
-	waitForLockWait(t, url)
+	waitForLockWait(t, conn.Config().ConnString())
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -220,11 +209,7 @@ func TestReadingOfDeviceDeletedMeanwhileIsRefused(t *testing.T) {
 func waitForLockWait(t *testing.T, url string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		var waiting bool
 		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
@@ -378,11 +363,7 @@ func TestCreateReadingChecksTheKeyWhenStoring(t *testing.T) {
 	wantCode(t, errs[1], furrow.EUNAUTHORIZED)
 	wantCode(t, errs[3], furrow.ENOTFOUND)
 
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	rows, _ := conn.Query(ctx, "SELECT value FROM readings ORDER BY seq")
 	values, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {

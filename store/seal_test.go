@@ -177,11 +177,7 @@ func TestSealedSecretBoundToItsWebhook(t *testing.T) {
 	db, _ := openOn(t, url, ringOf(t, "k1", 1))
 	f := newFixture(t, db)
 	a, b := sealableWebhook(t, db, f.farm.ID), sealableWebhook(t, db, f.farm.ID)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	if _, err := conn.Exec(ctx, "UPDATE webhooks SET secret = (SELECT secret FROM webhooks WHERE id = $1) WHERE id = $2", a.ID, b.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -199,12 +195,8 @@ func populate(t *testing.T, db *store.DB, url string, n int) (uuid.UUID, map[uui
 	t.Helper()
 	ctx := context.Background()
 	f := newFixture(t, db)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO webhooks (id, farm_id, url, secret, enabled, created_at_ms)
+	conn := connect(t, url)
+	_, err := conn.Exec(ctx, `INSERT INTO webhooks (id, farm_id, url, secret, enabled, created_at_ms)
 		SELECT gen_random_uuid(), $1, 'https://hooks.example.com/' || i, 'whsec_' || md5(random()::text), true, 0
 		FROM generate_series(1, $2) AS i`, f.farm.ID, n)
 	if err != nil {

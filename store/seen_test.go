@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow/store"
 )
@@ -24,11 +23,7 @@ func TestReadingsUpdateTheirDeviceInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	// The store's connections report their counts when idle, within ~10 s.
 	var upd, hot int64
 	deadline := time.Now().Add(20 * time.Second)

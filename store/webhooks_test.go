@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
 )
@@ -134,11 +133,7 @@ func TestPruneAttemptsDropsOldPartitions(t *testing.T) {
 	if err != nil || len(as) != 2 || as[0].AtMs != now.UnixMilli() {
 		t.Fatalf("kept %+v, %v; want the 2 recent ones", as, err)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	var oldParts, ahead int
 	err = conn.QueryRow(ctx, `SELECT
 		count(*) FILTER (WHERE c.relname = $1),
