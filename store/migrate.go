@@ -57,14 +57,30 @@ func MigrationsDigest() string {
 // creates the day partitions of the coming days, so that a new database
 // takes rows at once. An advisory lock lets several processes call it at
 // once. It uses one connection and closes it before returning. It returns
-// the first error met.
+// the first error met. A migration waits at most 5 s at a time for a table
+// lock, so that a long transaction on a table does not make every query of
+// it queue behind the migration; it is tried again a second later, 12
+// times in all, and then Migrate fails naming it.
 func Migrate(ctx context.Context, databaseURL string) error {
-	return migrate(ctx, databaseURL, "")
+	return migrate(ctx, databaseURL, "", defaultLockPatience)
 }
+
+// lockPatience bounds a migration's waits for table locks. A migration
+// waiting for a lock makes every later query of that table wait behind it,
+// ingest included; so each try gives up after timeout, and the migration is
+// tried again after pause, tries times in all, before Migrate fails.
+type lockPatience struct {
+	timeout, pause time.Duration
+	tries          int
+}
+
+// defaultLockPatience gives a migration about a minute in all, in waits of
+// at most 5 s.
+var defaultLockPatience = lockPatience{timeout: 5 * time.Second, pause: time.Second, tries: 12}
 
 // migrate applies the migrations up to and including version upTo, or all
 // of them when upTo is empty.
-func migrate(ctx context.Context, databaseURL, upTo string) error {
+func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatience) error {
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
 		return fmt.Errorf("store: migrate: connect: %w", err)
@@ -83,7 +99,7 @@ func migrate(ctx context.Context, databaseURL, upTo string) error {
 		if upTo != "" && m.version > upTo {
 			break
 		}
-		if err := applyMigration(ctx, conn, m); err != nil {
+		if err := applyPatiently(ctx, conn, m, patience); err != nil {
 			return err
 		}
 	}
@@ -99,8 +115,34 @@ func migrate(ctx context.Context, databaseURL, upTo string) error {
 	return err
 }
 
-func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
+// applyPatiently applies m, trying again while a table lock it needs is
+// held by others for longer than the patience's timeout.
+func applyPatiently(ctx context.Context, conn *pgx.Conn, m migration, p lockPatience) error {
+	for try := 1; ; try++ {
+		err := applyMigration(ctx, conn, m, p.timeout)
+		if sqlState(err) != pgLockNotAvailable {
+			return err
+		}
+		if try == p.tries {
+			return fmt.Errorf("store: migration %s: a table it changes stayed locked by another transaction (see pg_stat_activity) through %d waits of %s: %w",
+				m.version, p.tries, p.timeout, err)
+		}
+		select {
+		case <-time.After(p.pause):
+		case <-ctx.Done():
+			return fmt.Errorf("store: migration %s: %w", m.version, ctx.Err())
+		}
+	}
+}
+
+// pgLockNotAvailable is the SQLSTATE of a lock_timeout.
+const pgLockNotAvailable = "55P03"
+
+func applyMigration(ctx context.Context, conn *pgx.Conn, m migration, lockTimeout time.Duration) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockTimeout.Milliseconds())); err != nil {
+			return err
+		}
 		var done bool
 		err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)", m.version).Scan(&done)
 		if err != nil || done {

@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
@@ -63,5 +65,55 @@ func TestMigrateFailsOnUnreachableDatabase(t *testing.T) {
 	err := store.Migrate(context.Background(), "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
 	if err == nil {
 		t.Fatal("Migrate against a closed port succeeded")
+	}
+}
+
+// A migration never waits long behind another transaction's lock, since
+// every query of the table would queue behind it: it gives up, tries again,
+// and fails once its tries are spent, having changed nothing.
+func TestMigrateWaitsForATableLockOnlySoLong(t *testing.T) {
+	ctx := context.Background()
+	url, conn := dbUpTo(t, "0015_webhook_owner_tools.sql")
+	reader := connect(t, url)
+	tx, err := reader.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE readings IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	began := time.Now()
+	err = store.MigrateWithLockPatience(ctx, url, 100*time.Millisecond, 10*time.Millisecond, 3)
+	if err == nil || !strings.Contains(err.Error(), "0016") || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("Migrate behind a held lock: %v; want an error naming migration 0016 and the lock", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("gave up after %s, want about 3 waits of 100 ms", took)
+	}
+	var applied int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM schema_migrations WHERE version LIKE '0016%'").Scan(&applied); err != nil || applied != 0 {
+		t.Fatalf("0016 recorded %d times (%v) after giving up, want 0", applied, err)
+	}
+
+	// Once the lock is released between two tries, the migration goes through.
+	done := make(chan error, 1)
+	go func() {
+		done <- store.MigrateWithLockPatience(ctx, url, 100*time.Millisecond, 50*time.Millisecond, 100)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Migrate once the lock was released: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Migrate still waiting 10 s after the lock was released")
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM schema_migrations WHERE version LIKE '0016%'").Scan(&applied); err != nil || applied != 1 {
+		t.Fatalf("0016 recorded %d times (%v), want 1", applied, err)
 	}
 }
