@@ -94,6 +94,21 @@ func connect(t testing.TB, url string) *pgx.Conn {
 	return conn
 }
 
+// readingsReader begins a transaction on url that holds the lock a long
+// read of readings holds, until the test commits it or ends.
+func readingsReader(t testing.TB, url string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := connect(t, url).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE readings IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 func dbUpTo(t *testing.T, version string) (string, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()

@@ -57,18 +57,20 @@ func MigrationsDigest() string {
 // creates the day partitions of the coming days, so that a new database
 // takes rows at once. An advisory lock lets several processes call it at
 // once. It uses one connection and closes it before returning. It returns
-// the first error met. A migration waits at most 5 s at a time for a table
-// lock, so that a long transaction on a table does not make every query of
-// it queue behind the migration; it is tried again a second later, 12
-// times in all, and then Migrate fails naming it.
+// the first error met. A migration, and the creation of a table's
+// partitions, waits at most 5 s at a time for a table lock, so that a long
+// transaction on a table does not make every query of it queue behind the
+// change; it is tried again a second later, 12 times in all, and then
+// Migrate fails naming it.
 func Migrate(ctx context.Context, databaseURL string) error {
 	return migrate(ctx, databaseURL, "", defaultLockPatience)
 }
 
 // lockPatience bounds a migration's waits for table locks. A migration
 // waiting for a lock makes every later query of that table wait behind it,
-// ingest included; so each try gives up after timeout, and the migration is
-// tried again after pause, tries times in all, before Migrate fails.
+// ingest included; so each try gives up after timeout (partitions are made
+// with their own, partitionLockTimeout), and the step is tried again after
+// pause, tries times in all, before Migrate fails.
 type lockPatience struct {
 	timeout, pause time.Duration
 	tries          int
@@ -99,14 +101,20 @@ func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatienc
 		if upTo != "" && m.version > upTo {
 			break
 		}
-		if err := applyPatiently(ctx, conn, m, patience); err != nil {
+		err := patiently(ctx, patience, "migration "+m.version, func() error {
+			return applyMigration(ctx, conn, m, patience.timeout)
+		})
+		if err != nil {
 			return err
 		}
 	}
 	if upTo == "" {
 		attempts, readings, events := newDayPartitions()
 		for _, p := range []*dayPartitions{attempts, readings, events} {
-			if err := p.ensureAhead(ctx, conn, time.Now()); err != nil {
+			err := patiently(ctx, patience, p.parent+" partitions", func() error {
+				return p.ensureAhead(ctx, conn, time.Now())
+			})
+			if err != nil {
 				return fmt.Errorf("store: migrate: %w", err)
 			}
 		}
@@ -115,22 +123,22 @@ func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatienc
 	return err
 }
 
-// applyPatiently applies m, trying again while a table lock it needs is
-// held by others for longer than the patience's timeout.
-func applyPatiently(ctx context.Context, conn *pgx.Conn, m migration, p lockPatience) error {
+// patiently runs step (named what), trying again while a table lock it
+// needs is held by others for longer than its lock timeout.
+func patiently(ctx context.Context, p lockPatience, what string, step func() error) error {
 	for try := 1; ; try++ {
-		err := applyMigration(ctx, conn, m, p.timeout)
+		err := step()
 		if sqlState(err) != pgLockNotAvailable {
 			return err
 		}
 		if try == p.tries {
-			return fmt.Errorf("store: migration %s: a table it changes stayed locked by another transaction (see pg_stat_activity) through %d waits of %s: %w",
-				m.version, p.tries, p.timeout, err)
+			return fmt.Errorf("store: %s: a table it changes stayed locked by another transaction (see pg_stat_activity) through %d tries: %w",
+				what, p.tries, err)
 		}
 		select {
 		case <-time.After(p.pause):
 		case <-ctx.Done():
-			return fmt.Errorf("store: migration %s: %w", m.version, ctx.Err())
+			return fmt.Errorf("store: %s: %w", what, ctx.Err())
 		}
 	}
 }

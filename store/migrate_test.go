@@ -74,17 +74,10 @@ func TestMigrateFailsOnUnreachableDatabase(t *testing.T) {
 func TestMigrateWaitsForATableLockOnlySoLong(t *testing.T) {
 	ctx := context.Background()
 	url, conn := dbUpTo(t, "0015_webhook_owner_tools.sql")
-	reader := connect(t, url)
-	tx, err := reader.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE readings IN ACCESS SHARE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := readingsReader(t, url)
 
 	began := time.Now()
-	err = store.MigrateWithLockPatience(ctx, url, 100*time.Millisecond, 10*time.Millisecond, 3)
+	err := store.MigrateWithLockPatience(ctx, url, 100*time.Millisecond, 10*time.Millisecond, 3)
 	if err == nil || !strings.Contains(err.Error(), "0016") || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("Migrate behind a held lock: %v; want an error naming migration 0016 and the lock", err)
 	}

@@ -135,6 +135,9 @@ func (p *dayPartitions) create(ctx context.Context, db beginner, days []time.Tim
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+			return err
+		}
 		existing, err := p.list(ctx, tx)
 		if err != nil {
 			return err
@@ -212,10 +215,11 @@ func (p *dayPartitions) list(ctx context.Context, q querier) ([]partition, error
 	return parts, nil
 }
 
-// dropLockTimeout bounds the wait for the parent's lock when a partition is
-// dropped: queries queue behind a waiting DROP, so it gives up instead and
-// the next retention run tries again.
-const dropLockTimeout = "5s"
+// partitionLockTimeout bounds the wait for the parent's lock when a
+// partition is created or dropped: every query of the parent queues behind
+// a waiting CREATE or DROP, so it gives up instead, and the next run (the
+// partitions are made days ahead) or the next write tries again.
+const partitionLockTimeout = "5s"
 
 // prune creates the partitions ahead of now, then drops every partition
 // that ends at or before before, each in its own short transaction, and
@@ -262,7 +266,7 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, e
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+dropLockTimeout+"'"); err != nil {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
 			return err
 		}
 		if p.keep != nil {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,4 +223,34 @@ func tableShape(ctx context.Context, t *testing.T, conn *pgx.Conn, table string)
 		t.Fatal(err)
 	}
 	return kind, n, seqSum
+}
+
+// Making partitions ahead waits only so long behind a long reader of the
+// parent, since every query of it would queue behind the waiting CREATE;
+// the next run makes them once the reader is done.
+func TestPartitionsAheadGiveUpBehindALongReader(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	clock.Advance(10 * 24 * time.Hour) // days without partitions yet
+	tx := readingsReader(t, url)
+	began := time.Now()
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := db.PruneReadings(bounded, time.Time{})
+	if err == nil || !strings.Contains(err.Error(), "lock timeout") {
+		t.Fatalf("PruneReadings behind a reader: %v; want a lock timeout", err)
+	}
+	if took := time.Since(began); took > 15*time.Second {
+		t.Fatalf("gave up after %s, want about 5 s", took)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PruneReadings(ctx, time.Time{}); err != nil {
+		t.Fatalf("PruneReadings once the reader is done: %v", err)
+	}
+	if _, ok := readingPartitions(t, url)["readings_p20310320"]; !ok {
+		t.Fatal("the partition of the new day was not made once the reader was done")
+	}
 }
