@@ -33,6 +33,7 @@ var constraintMessages = map[string]string{
 const (
 	pgUniqueViolation     = "23505"
 	pgForeignKeyViolation = "23503"
+	pgLockNotAvailable    = "55P03" // a lock_timeout
 	pgCheckViolation      = "23514"
 	pgCharacterNotInRepe  = "22P05"
 	pgInvalidByteSequence = "22021"

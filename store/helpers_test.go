@@ -80,9 +80,6 @@ func newUser(t testing.TB, db *store.DB) furrow.User {
 	return u
 }
 
-// dbUpTo returns a fresh database migrated up to and including version,
-// and a connection to it closed when t ends: the state an older release
-// left, for tests of the migrations after it.
 // connect opens a connection to url, closed when the test ends.
 func connect(t testing.TB, url string) *pgx.Conn {
 	t.Helper()
@@ -109,6 +106,9 @@ func readingsReader(t testing.TB, url string) pgx.Tx {
 	return tx
 }
 
+// dbUpTo returns a fresh database migrated up to and including version,
+// and a connection to it closed when t ends: the state an older release
+// left, for tests of the migrations after it.
 func dbUpTo(t *testing.T, version string) (string, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()

@@ -68,17 +68,17 @@ func Migrate(ctx context.Context, databaseURL string) error {
 
 // lockPatience bounds a migration's waits for table locks. A migration
 // waiting for a lock makes every later query of that table wait behind it,
-// ingest included; so each try gives up after timeout (partitions are made
-// with their own, partitionLockTimeout), and the step is tried again after
-// pause, tries times in all, before Migrate fails.
+// ingest included; so each try of a migration gives up after timeout (a
+// partition's creation after lockTimeout), and the step is tried again
+// after pause, tries times in all, before Migrate fails.
 type lockPatience struct {
 	timeout, pause time.Duration
 	tries          int
 }
 
 // defaultLockPatience gives a migration about a minute in all, in waits of
-// at most 5 s.
-var defaultLockPatience = lockPatience{timeout: 5 * time.Second, pause: time.Second, tries: 12}
+// at most lockTimeout.
+var defaultLockPatience = lockPatience{timeout: lockTimeout, pause: time.Second, tries: 12}
 
 // migrate applies the migrations up to and including version upTo, or all
 // of them when upTo is empty.
@@ -143,12 +143,9 @@ func patiently(ctx context.Context, p lockPatience, what string, step func() err
 	}
 }
 
-// pgLockNotAvailable is the SQLSTATE of a lock_timeout.
-const pgLockNotAvailable = "55P03"
-
-func applyMigration(ctx context.Context, conn *pgx.Conn, m migration, lockTimeout time.Duration) error {
+func applyMigration(ctx context.Context, conn *pgx.Conn, m migration, timeout time.Duration) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockTimeout.Milliseconds())); err != nil {
+		if err := setLockTimeout(ctx, tx, timeout); err != nil {
 			return err
 		}
 		var done bool

@@ -135,7 +135,7 @@ func (p *dayPartitions) create(ctx context.Context, db beginner, days []time.Tim
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+		if err := setLockTimeout(ctx, tx, lockTimeout); err != nil {
 			return err
 		}
 		existing, err := p.list(ctx, tx)
@@ -215,11 +215,18 @@ func (p *dayPartitions) list(ctx context.Context, q querier) ([]partition, error
 	return parts, nil
 }
 
-// partitionLockTimeout bounds the wait for the parent's lock when a
-// partition is created or dropped: every query of the parent queues behind
-// a waiting CREATE or DROP, so it gives up instead, and the next run (the
-// partitions are made days ahead) or the next write tries again.
-const partitionLockTimeout = "5s"
+// lockTimeout bounds each wait of a schema change for a table's lock: the
+// creation or drop of a partition, and a migration. Every query of the
+// table queues behind a waiting change, so the change gives up instead:
+// the next run makes the partitions (they are made days ahead), and
+// Migrate tries again (lockPatience).
+const lockTimeout = 5 * time.Second
+
+// setLockTimeout bounds tx's waits for locks to d.
+func setLockTimeout(ctx context.Context, tx pgx.Tx, d time.Duration) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", d.Milliseconds()))
+	return err
+}
 
 // prune creates the partitions ahead of now, then drops every partition
 // that ends at or before before, each in its own short transaction, and
@@ -266,7 +273,7 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, e
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+		if err := setLockTimeout(ctx, tx, lockTimeout); err != nil {
 			return err
 		}
 		if p.keep != nil {
