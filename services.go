@@ -186,7 +186,8 @@ type WebhookService interface {
 type RateLimiter interface {
 	// Allow counts one request for key if it is within the limit. When it
 	// is not, Allowed is false and RetryAfter says when a slot frees.
-	// Rejected requests do not count.
+	// Rejected requests do not count. It returns, with an error, once ctx
+	// ends.
 	Allow(ctx context.Context, key string) (RateDecision, error)
 }
 

@@ -111,26 +111,17 @@ func (f *FailOpenLimiter) remembered() bool {
 	return !f.openUntil.CompareAndSwap(until, now.Add(f.opts.Breaker).UnixNano())
 }
 
-// ask runs the inner limiter, giving up on it after the bound. The inner
-// call may go on in the background; its answer is then discarded.
+// ask runs the inner limiter under the bound. The inner limiter returns
+// when its context ends (Redis and Memory both do), so no goroutine is
+// needed to stop waiting for it.
 func (f *FailOpenLimiter) ask(ctx context.Context, key string) (furrow.RateDecision, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
-	type answer struct {
-		d   furrow.RateDecision
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		d, err := f.inner.Allow(ctx, key)
-		ch <- answer{d, err}
-	}()
-	select {
-	case a := <-ch:
-		return a.d, a.err
-	case <-ctx.Done():
+	d, err := f.inner.Allow(ctx, key)
+	if err != nil && ctx.Err() != nil {
 		return furrow.RateDecision{}, errTimeout
 	}
+	return d, err
 }
 
 // open lets the request through and counts and logs why.

@@ -52,8 +52,11 @@ const (
 // Redis is an exact sliding-window limiter shared by every instance through
 // one Redis. Decisions asked for while a script call is under way are made
 // together by the next call, so a busy instance makes one round trip for
-// many requests instead of one each. Its keys must live on one node (a plain
-// or replicated Redis, not a cluster).
+// many requests instead of one each. The calls are made one after another
+// by one goroutine, which lives while decisions are queued: a busy instance
+// keeps it, and with it a stack already grown to go-redis's depth, instead
+// of growing a fresh one for every call. Its keys must live on one node (a
+// plain or replicated Redis, not a cluster).
 type Redis struct {
 	client *redis.Client
 	limit  int
@@ -62,16 +65,15 @@ type Redis struct {
 
 	mu    sync.Mutex
 	queue []*decision // waiting for the next call
-	busy  bool        // a call is under way; its maker hands over to queue[0]
+	busy  bool        // the calling goroutine runs
 }
 
-// decision is one Allow waiting for its answer. lead receives true when the
-// caller must make the next call itself, false when its answer is in.
+// decision is one Allow waiting for its answer, which done receives.
 type decision struct {
 	key    string
 	result furrow.RateDecision
 	err    error
-	lead   chan bool
+	done   chan struct{}
 }
 
 // NewRedis returns a limiter that accepts at most limit requests per key in
@@ -86,44 +88,49 @@ func NewRedis(client *redis.Client, limit int, window time.Duration, prefix stri
 
 // Allow counts one request for key if fewer than limit were accepted in the
 // last window. It returns an error when Redis cannot be reached or answers
-// unexpectedly; wrap the limiter in FailOpen to let requests through then.
+// unexpectedly, or ctx's error when ctx ends first (the request may still be
+// counted then); wrap the limiter in FailOpen to let requests through then.
 func (l *Redis) Allow(ctx context.Context, key string) (furrow.RateDecision, error) {
-	d := &decision{key: l.prefix + key, lead: make(chan bool, 1)}
+	d := &decision{key: l.prefix + key, done: make(chan struct{})}
 	l.mu.Lock()
 	l.queue = append(l.queue, d)
-	lead := !l.busy
+	start := !l.busy
 	l.busy = true
 	l.mu.Unlock()
-	if lead || <-d.lead {
-		l.decide(ctx)
+	if start {
+		go l.call()
 	}
-	return d.result, d.err
+	select {
+	case <-d.done:
+		return d.result, d.err
+	case <-ctx.Done():
+		return furrow.RateDecision{}, fmt.Errorf("ratelimit: %w", ctx.Err())
+	}
 }
 
-// decide makes one script call for the queue's head, which holds the
-// caller's own decision, answers it, and hands the next call over to the
-// first decision left waiting.
-func (l *Redis) decide(ctx context.Context) {
-	l.mu.Lock()
-	n := min(len(l.queue), maxBatch)
-	batch := l.queue[:n:n]
-	l.queue = l.queue[n:]
-	l.mu.Unlock()
+// call makes script calls, each for up to maxBatch of the queued
+// decisions, until none is left. Each call has its own bound: a caller
+// that stops waiting does not cancel the decisions of the others.
+func (l *Redis) call() {
+	for {
+		l.mu.Lock()
+		n := min(len(l.queue), maxBatch)
+		if n == 0 {
+			l.busy = false
+			l.mu.Unlock()
+			return
+		}
+		batch := l.queue[:n:n]
+		l.queue = l.queue[n:]
+		l.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-	defer cancel()
-	l.run(ctx, batch)
-	for _, d := range batch[1:] {
-		d.lead <- false
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		l.run(ctx, batch)
+		cancel()
+		for _, d := range batch {
+			close(d.done)
+		}
 	}
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.queue) == 0 {
-		l.busy = false
-		return
-	}
-	l.queue[0].lead <- true
 }
 
 // member returns a new member of a key's set: 16 random bytes, unique

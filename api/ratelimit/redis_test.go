@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"strconv"
@@ -206,5 +207,38 @@ func TestRedisBatchesConcurrentDecisions(t *testing.T) {
 	}
 	if calls := hook.n.Load() - before; calls >= workers*each {
 		t.Fatalf("%d script calls for %d requests: no decisions were shared", calls, workers*each)
+	}
+}
+
+// A caller whose context ends stops waiting at once, even while Redis is
+// silent and the script call is still bounded by its own timeout; and once
+// Redis answers again, the next decisions come from it.
+func TestRedisAllowEndsWithItsContext(t *testing.T) {
+	opt, p := testenv.ProxiedRedis(t)
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	l := NewRedis(c, furrow.RateLimit, furrow.RateWindow, "furrow-test:"+uuid.NewString()+":")
+	if d, err := l.Allow(context.Background(), "k"); err != nil || !d.Allowed {
+		t.Fatalf("before the silence: %+v, %v", d, err)
+	}
+	p.Blackhole()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := l.Allow(ctx, "k")
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > callTimeout/2 {
+		t.Fatalf("silent Redis: got %v after %v; want the context's deadline within about 100ms", err, took)
+	}
+	p.Restore()
+	deadline := time.Now().Add(2 * callTimeout)
+	for {
+		d, err := l.Allow(context.Background(), "k")
+		if err == nil && d.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the silence: %+v, %v; want allowed", d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
