@@ -82,13 +82,19 @@ func NewFailOpen(inner furrow.RateLimiter, opts FailOpenOptions) *FailOpenLimite
 
 // Allow asks the inner limiter, waiting at most the bound; when it fails,
 // is too slow, or failed within the breaker period, the request is
-// allowed, the failure counted and logged at most once per few seconds. It
-// never returns an error.
+// allowed, the failure counted and logged at most once per few seconds. A
+// request whose own context ends first is allowed without counting: its
+// caller has gone. It never returns an error.
 func (f *FailOpenLimiter) Allow(ctx context.Context, key string) (furrow.RateDecision, error) {
 	if f.remembered() {
 		return f.open(errBreakerOpen)
 	}
 	d, err := f.ask(ctx, key)
+	if err != nil && ctx.Err() != nil {
+		// The request itself is gone: not a fault of the limiter, so it is
+		// neither counted nor remembered.
+		return furrow.RateDecision{Allowed: true}, nil
+	}
 	if err != nil {
 		f.openUntil.Store(f.opts.Clock.Now().Add(f.opts.Breaker).UnixNano())
 		return f.open(err)

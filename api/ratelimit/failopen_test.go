@@ -123,3 +123,44 @@ func (c *countingLimiter) Allow(ctx context.Context, key string) (furrow.RateDec
 	c.n.Add(1)
 	return c.inner.Allow(ctx, key)
 }
+
+// A request whose own context ends while the limiter decides (its client
+// went away) is not a failure of the limiter: it is not counted, and the
+// next request is decided by the limiter, not let through by the breaker.
+func TestFailOpenIgnoresARequestThatIsGone(t *testing.T) {
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	inner := &stallingLimiter{inner: NewMemory(1, time.Minute, clock), stall: make(chan struct{})}
+	f := NewFailOpen(inner, FailOpenOptions{Timeout: time.Minute, Clock: clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-inner.stall // the first decision is under way
+		cancel()
+	}()
+	if d, err := f.Allow(ctx, "k"); err != nil || !d.Allowed {
+		t.Fatalf("gone request: got %+v, %v; want allowed", d, err)
+	}
+	if n := f.Failures(); n != 0 {
+		t.Fatalf("Failures() = %d after a request that went away, want 0", n)
+	}
+	f.Allow(context.Background(), "k")
+	if d, _ := f.Allow(context.Background(), "k"); d.Allowed {
+		t.Fatal("the second request over the limit was let through: the breaker opened for a gone request")
+	}
+}
+
+// stallingLimiter makes its first decision wait for the caller's context to
+// end, closing stall when it starts waiting; later ones go to inner.
+type stallingLimiter struct {
+	inner   furrow.RateLimiter
+	stall   chan struct{}
+	stalled atomic.Bool
+}
+
+func (s *stallingLimiter) Allow(ctx context.Context, key string) (furrow.RateDecision, error) {
+	if s.stalled.CompareAndSwap(false, true) {
+		close(s.stall)
+		<-ctx.Done()
+		return furrow.RateDecision{}, ctx.Err()
+	}
+	return s.inner.Allow(ctx, key)
+}
