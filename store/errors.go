@@ -34,6 +34,7 @@ const (
 	pgUniqueViolation     = "23505"
 	pgForeignKeyViolation = "23503"
 	pgLockNotAvailable    = "55P03" // a lock_timeout
+	pgUndefinedTable      = "42P01"
 	pgCheckViolation      = "23514"
 	pgCharacterNotInRepe  = "22P05"
 	pgInvalidByteSequence = "22021"

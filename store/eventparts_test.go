@@ -142,6 +142,19 @@ func TestOldPendingEventLowersOutboxFloor(t *testing.T) {
 // that its start did not prune.
 func planRelations(t *testing.T, conn *pgx.Conn, sql string, args ...any) []string {
 	t.Helper()
+	return planNames(t, conn, "Relation Name", sql, args...)
+}
+
+// planIndexes returns the indexes the plan of sql reads, sorted.
+func planIndexes(t *testing.T, conn *pgx.Conn, sql string, args ...any) []string {
+	t.Helper()
+	return planNames(t, conn, "Index Name", sql, args...)
+}
+
+// planNames returns the values of field in the nodes of sql's plan,
+// sorted, each once.
+func planNames(t *testing.T, conn *pgx.Conn, field, sql string, args ...any) []string {
+	t.Helper()
 	var plan []byte
 	if err := conn.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
 		t.Fatal(err)
@@ -155,7 +168,7 @@ func planRelations(t *testing.T, conn *pgx.Conn, sql string, args ...any) []stri
 	walk = func(v any) {
 		switch x := v.(type) {
 		case map[string]any:
-			if n, ok := x["Relation Name"].(string); ok && !slices.Contains(names, n) {
+			if n, ok := x[field].(string); ok && !slices.Contains(names, n) {
 				names = append(names, n)
 			}
 			for k, c := range x {
@@ -299,6 +312,7 @@ func TestMigrationPartitionsPopulatedEvents(t *testing.T) {
 	if fks := foreignKeysOf(ctx, t, conn, "events"); len(fks) != 0 {
 		t.Fatalf("foreign keys %v left on events and its partitions, want none (migration 0016)", fks)
 	}
+	assertOtherTypesIndex(ctx, t, conn)
 
 	clock := futureClock()
 	db, err := store.Open(ctx, url, store.Options{Clock: clock})
@@ -323,6 +337,7 @@ func TestMigrationPartitionsPopulatedEvents(t *testing.T) {
 	if err != nil || len(es) != 3 || es[0].ID != e.ID || es[1].OccurredAtMs < es[2].OccurredAtMs {
 		t.Fatalf("Events = %+v, %v; want the new one first, then the old ones newest first", es, err)
 	}
+	assertTypeFilterReadsOtherTypesIndex(t, conn, furrow.EventFilter{FarmID: farm, Type: furrow.EventTriggerFired, Limit: 3})
 
 	// The 30 undispatched events are claimed; until then retention keeps
 	// their partition, and once it is gone the key index is whole.
@@ -403,4 +418,106 @@ func subscribedFarm(t *testing.T) (*testclock.Clock, *store.DB, string, fixture)
 	fx := newFixture(t, db)
 	subscribe(t, db, fx)
 	return clock, db, url, fx
+}
+
+// assertOtherTypesIndex checks migration 0017's end: the whole type index
+// of events is gone, and every partition has its index of other types,
+// attached, so that the parent's is valid.
+func assertOtherTypesIndex(ctx context.Context, t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	var whole *string
+	var valid bool
+	var missing int
+	err := conn.QueryRow(ctx, `SELECT to_regclass('events_farm_type_occurred')::text,
+		(SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_farm_other_occurred'::regclass),
+		(SELECT count(*) FROM pg_inherits i WHERE i.inhparent = 'events'::regclass AND NOT EXISTS (
+			SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
+			WHERE ii.inhparent = 'events_farm_other_occurred'::regclass AND x.indrelid = i.inhrelid))`).Scan(&whole, &valid, &missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole != nil || !valid || missing != 0 {
+		t.Fatalf("after migration 0017: whole type index %v, index of other types valid %v, %d partitions without it; want gone, valid, 0",
+			*whole, valid, missing)
+	}
+}
+
+// assertTypeFilterReadsOtherTypesIndex checks that Events filtered by a
+// type other than metric.value reads only the partitions' indexes of other
+// types, with a custom plan and with a generic one.
+func assertTypeFilterReadsOtherTypesIndex(t *testing.T, conn *pgx.Conn, f furrow.EventFilter) {
+	t.Helper()
+	ctx := context.Background()
+	// The tables are small: without this a scan of the heap is cheaper.
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, "RESET enable_seqscan")
+	q, args := store.EventsQuery(f)
+	check := func(what string, got []string) {
+		t.Helper()
+		if len(got) == 0 {
+			t.Fatalf("%s reads no index", what)
+		}
+		for _, name := range got {
+			var other bool
+			err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_inherits
+				WHERE inhrelid = $1::regclass AND inhparent = 'events_farm_other_occurred'::regclass)`, name).Scan(&other)
+			if err != nil || !other {
+				t.Fatalf("%s reads %v; want only the indexes of other types (%s: %v)", what, got, name, err)
+			}
+		}
+	}
+	check("custom plan", planIndexes(t, conn, q, args...))
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, "RESET plan_cache_mode")
+	if _, err := conn.Exec(ctx, "PREPARE typed AS "+q); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, "DEALLOCATE typed")
+	check("generic plan", planIndexes(t, conn, fmt.Sprintf("EXECUTE typed('%s', '%s', %d)", f.FarmID, f.Type, args[2])))
+}
+
+// An interrupted run of migration 0017 is finished by the next: a
+// partition's index of other types left built but not attached is
+// attached, not built again, and the whole type index is then dropped.
+func TestMigrationOtherTypesIndexFinishesAnInterruptedRun(t *testing.T) {
+	ctx := context.Background()
+	url, conn := dbUpTo(t, "0016_readings_events_unchecked_keys.sql")
+	setup := []string{
+		"CREATE TABLE events_p_early PARTITION OF events FOR VALUES FROM (0) TO (86400000)",
+		`INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
+			SELECT gen_random_uuid(), CASE WHEN g % 2 = 0 THEN 'trigger.fired' ELSE 'metric.value' END,
+				gen_random_uuid(), g, '{}', 1 FROM generate_series(1, 200) g`,
+	}
+	for _, q := range setup {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.MigrateUpTo(ctx, url, "0017_events_type_index_partial.sql"); err != nil {
+		t.Fatal(err)
+	}
+	// What a run stopped after the build and before the attach leaves.
+	if _, err := conn.Exec(ctx, `CREATE INDEX events_p_early_farm_other_occurred ON events_p_early
+		(farm_id, type, occurred_at_ms, seq) WHERE type <> 'metric.value'`); err != nil {
+		t.Fatal(err)
+	}
+	var oid uint32
+	if err := conn.QueryRow(ctx, "SELECT 'events_p_early_farm_other_occurred'::regclass::oid").Scan(&oid); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatalf("Migrate after an interrupted 0017: %v", err)
+	}
+	assertOtherTypesIndex(ctx, t, conn)
+	var after uint32
+	if err := conn.QueryRow(ctx, "SELECT 'events_p_early_farm_other_occurred'::regclass::oid").Scan(&after); err != nil || after != oid {
+		t.Fatalf("the partition's index is %d (%v), want the one left, %d, attached", after, err, oid)
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatalf("Migrate again: %v", err)
+	}
 }

@@ -203,6 +203,29 @@ func validEvent(e furrow.Event) (uuid.UUID, error) {
 	return id, nil
 }
 
+// eventsQuery is the statement of Events and its arguments. A type other
+// than metric.value is also written as not metric.value, in the words of
+// the index of other types (migration 0017), so that even a generic plan
+// may read it; metric.value is found through the farm's index.
+func eventsQuery(f furrow.EventFilter) (string, []any) {
+	q := "SELECT " + eventColumns + " FROM events WHERE farm_id = $1"
+	args := []any{f.FarmID}
+	if f.Type != "" {
+		args = append(args, f.Type)
+		q += fmt.Sprintf(" AND type = $%d", len(args))
+		if f.Type != furrow.EventMetricValue {
+			q += " AND type <> '" + furrow.EventMetricValue + "'"
+		}
+	}
+	if f.SinceMs != nil {
+		args = append(args, *f.SinceMs)
+		q += fmt.Sprintf(" AND occurred_at_ms >= $%d", len(args))
+	}
+	args = append(args, clampLimit(f.Limit, defaultListLimit, maxListLimit))
+	q += fmt.Sprintf(" ORDER BY occurred_at_ms DESC, seq DESC LIMIT $%d", len(args))
+	return q, args
+}
+
 // Event returns one event by its evt_<uuid> id; a malformed id is
 // EINVALID, an unknown one ENOTFOUND. The id of a UUIDv7 names the day of
 // its partition, which is read first; any other id, or one whose event
@@ -228,18 +251,7 @@ func (db *DB) Event(ctx context.Context, id string) (furrow.Event, error) {
 // Events lists a farm's events, newest first, filtered by type and since
 // (inclusive); limit defaults to 100 and is capped at 1000.
 func (db *DB) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, error) {
-	q := "SELECT " + eventColumns + " FROM events WHERE farm_id = $1"
-	args := []any{f.FarmID}
-	if f.Type != "" {
-		args = append(args, f.Type)
-		q += fmt.Sprintf(" AND type = $%d", len(args))
-	}
-	if f.SinceMs != nil {
-		args = append(args, *f.SinceMs)
-		q += fmt.Sprintf(" AND occurred_at_ms >= $%d", len(args))
-	}
-	args = append(args, clampLimit(f.Limit, defaultListLimit, maxListLimit))
-	q += fmt.Sprintf(" ORDER BY occurred_at_ms DESC, seq DESC LIMIT $%d", len(args))
+	q, args := eventsQuery(f)
 	rows, _ := db.pool.Query(ctx, q, args...)
 	es, err := collectEvents(rows)
 	if err != nil {

@@ -58,3 +58,6 @@ func RaiseOutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.ra
 
 // OutboxFloor returns the outbox floor.
 func OutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.outboxFloor(ctx) }
+
+// EventsQuery is the statement of Events and its arguments, for plan tests.
+func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f) }

@@ -118,6 +118,9 @@ func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatienc
 				return fmt.Errorf("store: migrate: %w", err)
 			}
 		}
+		if err := finishOtherTypesIndex(ctx, conn, patience); err != nil {
+			return err
+		}
 	}
 	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey)
 	return err
