@@ -56,13 +56,13 @@ func MigrationsDigest() string {
 // schema_migrations, in file-name order, each in its own transaction, then
 // creates the day partitions of the coming days, so that a new database
 // takes rows at once, and finishes what a migration's transaction cannot
-// (migration 0017's indexes, built concurrently). An advisory lock lets several processes call it at
-// once. It uses one connection and closes it before returning. It returns
-// the first error met. A migration, and the creation of a table's
-// partitions, waits at most 5 s at a time for a table lock, so that a long
-// transaction on a table does not make every query of it queue behind the
-// change; it is tried again a second later, 12 times in all, and then
-// Migrate fails naming it.
+// (migration 0017's indexes, built concurrently). An advisory lock lets
+// several processes call it at once. It uses one connection and closes it
+// before returning. It returns the first error met. A migration, and the
+// creation of a table's partitions, waits at most 5 s at a time for a
+// table lock, so that a long transaction on a table does not make every
+// query of it queue behind the change; it is tried again a second later,
+// 12 times in all, and then Migrate fails naming it.
 func Migrate(ctx context.Context, databaseURL string) error {
 	return migrate(ctx, databaseURL, "", defaultLockPatience)
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // otherTypesIndex is migration 0017's index of events: every type but
-// metric.value, by farm, type and time. Its partitions' indexes are named
-// after the partition with this suffix.
+// metric.value, by farm, type and time. The partitions' indexes that
+// finishOtherTypesIndex builds are named after the partition with
+// otherTypesSuffix; those of partitions made later get PostgreSQL's names.
 const (
 	otherTypesIndex  = "events_farm_other_occurred"
 	otherTypesSuffix = "_farm_other_occurred"
