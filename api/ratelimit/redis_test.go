@@ -20,8 +20,9 @@ import (
 	"github.com/furrowhq/furrow/internal/testenv"
 )
 
-// newRedis returns a spec-sized limiter under a prefix no other test uses.
-func newRedis(t *testing.T) *Redis {
+// testPrefix returns a key prefix no other test uses, whose keys are
+// deleted when the test ends.
+func testPrefix(t *testing.T) string {
 	t.Helper()
 	c := testenv.Redis(t)
 	prefix := "furrow-test:" + t.Name() + ":" + uuid.NewString() + ":"
@@ -31,75 +32,7 @@ func newRedis(t *testing.T) *Redis {
 			c.Del(context.Background(), keys...)
 		}
 	})
-	return NewRedis(c, furrow.RateLimit, furrow.RateWindow, prefix)
-}
-
-func TestRedisAllows120ThenRejects(t *testing.T) {
-	l := newRedis(t)
-	ctx := context.Background()
-	for i := range furrow.RateLimit {
-		d, err := l.Allow(ctx, "key:a")
-		if err != nil || !d.Allowed {
-			t.Fatalf("request %d: got %+v, %v; want allowed", i+1, d, err)
-		}
-	}
-	for range 3 {
-		d, err := l.Allow(ctx, "key:a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Allowed {
-			t.Fatal("121st request was allowed")
-		}
-		if d.RetryAfter <= 0 || d.RetryAfter > furrow.RateWindow {
-			t.Fatalf("RetryAfter = %v, want within (0, 60s]", d.RetryAfter)
-		}
-	}
-	if d, err := l.Allow(ctx, "key:b"); err != nil || !d.Allowed {
-		t.Fatalf("another key: got %+v, %v; want allowed", d, err)
-	}
-}
-
-func TestRedisSlotFreesAfterWindow(t *testing.T) {
-	c := testenv.Redis(t)
-	l := NewRedis(c, 2, 300*time.Millisecond, "furrow-test:"+uuid.NewString()+":")
-	ctx := context.Background()
-	l.Allow(ctx, "k")
-	l.Allow(ctx, "k")
-	if d, _ := l.Allow(ctx, "k"); d.Allowed {
-		t.Fatal("3rd request allowed")
-	}
-	time.Sleep(350 * time.Millisecond)
-	if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed {
-		t.Fatalf("after the window: got %+v, %v; want allowed", d, err)
-	}
-}
-
-func TestRedisConcurrentExactlyLimit(t *testing.T) {
-	l := newRedis(t)
-	var allowed atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	for range 200 {
-		wg.Go(func() {
-			d, err := l.Allow(context.Background(), "cert:"+t.Name())
-			if err != nil {
-				errs <- err
-				return
-			}
-			if d.Allowed {
-				allowed.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if n := allowed.Load(); n != furrow.RateLimit {
-		t.Fatalf("%d of 200 concurrent requests allowed, want exactly %d", n, furrow.RateLimit)
-	}
+	return prefix
 }
 
 // closedPort returns a local address nothing listens on.
