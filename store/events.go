@@ -214,7 +214,7 @@ func eventsQuery(f furrow.EventFilter) (string, []any) {
 		args = append(args, f.Type)
 		q += fmt.Sprintf(" AND type = $%d", len(args))
 		if f.Type != furrow.EventMetricValue {
-			q += " AND type <> '" + furrow.EventMetricValue + "'"
+			q += " AND " + otherTypesWhere
 		}
 	}
 	if f.SinceMs != nil {

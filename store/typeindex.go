@@ -6,16 +6,20 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
 )
 
 // otherTypesIndex is migration 0017's index of events: every type but
-// metric.value, by farm, type and time. The partitions' indexes that
-// finishOtherTypesIndex builds are named after the partition with
-// otherTypesSuffix; those of partitions made later get PostgreSQL's names.
+// metric.value (otherTypesWhere), by farm, type and time. The partitions'
+// indexes that finishOtherTypesIndex builds are named after the partition
+// with otherTypesSuffix; those of partitions made later get PostgreSQL's
+// names.
 const (
 	otherTypesIndex  = "events_farm_other_occurred"
 	otherTypesSuffix = "_farm_other_occurred"
-	otherTypesDef    = "(farm_id, type, occurred_at_ms, seq) WHERE type <> 'metric.value'"
+	otherTypesWhere  = "type <> '" + furrow.EventMetricValue + "'"
+	otherTypesDef    = "(farm_id, type, occurred_at_ms, seq) WHERE " + otherTypesWhere
 )
 
 // finishOtherTypesIndex completes migration 0017, which a transaction

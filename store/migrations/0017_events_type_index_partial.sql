@@ -8,7 +8,7 @@
 -- invalid until each partition has its own. Partitions made from now on
 -- get theirs when they are made; furrow migrate builds those of the
 -- existing partitions concurrently, without blocking writes, attaches them,
--- and then drops events_farm_type_occurred (store.partialTypeIndex), which
+-- and then drops events_farm_type_occurred (store.finishOtherTypesIndex), which
 -- a transaction like this one cannot do.
 CREATE INDEX IF NOT EXISTS events_farm_other_occurred ON ONLY events (farm_id, type, occurred_at_ms, seq)
     WHERE type <> 'metric.value';
