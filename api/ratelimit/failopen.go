@@ -99,7 +99,11 @@ func (f *FailOpenLimiter) Allow(ctx context.Context, key string) (furrow.RateDec
 		f.openUntil.Store(f.opts.Clock.Now().Add(f.opts.Breaker).UnixNano())
 		return f.open(err)
 	}
-	f.openUntil.Store(0)
+	// Loaded first: a store on every request would make the cores that
+	// serve them trade the line back and forth.
+	if f.openUntil.Load() != 0 {
+		f.openUntil.Store(0)
+	}
 	return d, nil
 }
 
