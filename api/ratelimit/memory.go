@@ -15,9 +15,14 @@ type Memory struct {
 	window time.Duration
 	clock  furrow.Clock
 
+	// base is the origin of the offsets kept per key: an int64 of
+	// nanoseconds is a third of a time.Time, and a million devices at the
+	// limit keep 120 each.
+	base time.Time
+
 	mu        sync.Mutex
-	keys      map[string][]time.Time // accepted request times, oldest first
-	lastSweep time.Time
+	keys      map[string][]int64 // accepted request times since base, oldest first
+	lastSweep int64
 }
 
 // NewMemory returns a limiter that accepts at most limit requests per key in
@@ -29,20 +34,21 @@ func NewMemory(limit int, window time.Duration, clock furrow.Clock) *Memory {
 	if clock == nil {
 		clock = furrow.SystemClock{}
 	}
-	return &Memory{limit: limit, window: window, clock: clock, keys: map[string][]time.Time{}}
+	base := clock.Now()
+	return &Memory{limit: limit, window: window, clock: clock, base: base, keys: map[string][]int64{}}
 }
 
 // Allow counts one request for key if fewer than limit were accepted in the
 // last window. It never returns an error.
 func (m *Memory) Allow(_ context.Context, key string) (furrow.RateDecision, error) {
-	now := m.clock.Now()
+	now := int64(m.clock.Now().Sub(m.base))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sweep(now)
-	times := live(m.keys[key], now.Add(-m.window))
+	times := live(m.keys[key], now-int64(m.window))
 	if len(times) >= m.limit {
 		m.keys[key] = times
-		return furrow.RateDecision{RetryAfter: times[0].Add(m.window).Sub(now)}, nil
+		return furrow.RateDecision{RetryAfter: time.Duration(times[0] + int64(m.window) - now)}, nil
 	}
 	m.keys[key] = append(times, now)
 	return furrow.RateDecision{Allowed: true}, nil
@@ -57,24 +63,32 @@ func (m *Memory) Keys() int {
 
 // sweep drops idle keys at most once per window, so memory stays bounded by
 // the keys active in the last two windows at amortised constant cost.
-func (m *Memory) sweep(now time.Time) {
-	if now.Sub(m.lastSweep) < m.window {
+func (m *Memory) sweep(now int64) {
+	if now-m.lastSweep < int64(m.window) {
 		return
 	}
 	m.lastSweep = now
-	cutoff := now.Add(-m.window)
+	cutoff := now - int64(m.window)
 	for k, times := range m.keys {
-		if len(live(times, cutoff)) == 0 {
+		if times = live(times, cutoff); len(times) == 0 {
 			delete(m.keys, k)
+		} else {
+			m.keys[k] = times
 		}
 	}
 }
 
-// live returns the suffix of times strictly after cutoff.
-func live(times []time.Time, cutoff time.Time) []time.Time {
+// live drops the times at or before cutoff, moving the rest to the front
+// of the same array: a key's array then never grows past the limit plus
+// one, where reslicing its front away would let append move it again and
+// again.
+func live(times []int64, cutoff int64) []int64 {
 	i := 0
-	for i < len(times) && !times[i].After(cutoff) {
+	for i < len(times) && times[i] <= cutoff {
 		i++
 	}
-	return times[i:]
+	if i == 0 {
+		return times
+	}
+	return times[:copy(times, times[i:])]
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -69,5 +70,34 @@ func TestMemoryEvictsIdleKeys(t *testing.T) {
 	m.Allow(ctx, "d")
 	if n := m.Keys(); n != 1 {
 		t.Fatalf("Keys() = %d after idle keys aged out, want 1", n)
+	}
+}
+
+// A key at its limit whose oldest time ages out at each request reuses its
+// array: the steady state allocates nothing, where moving the live times
+// along the array made append copy them again every few requests.
+func TestMemorySteadyStateReusesItsArray(t *testing.T) {
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	m := NewMemory(furrow.RateLimit, furrow.RateWindow, clock)
+	ctx := context.Background()
+	step := furrow.RateWindow / time.Duration(furrow.RateLimit)
+	allow := func() {
+		if d, _ := m.Allow(ctx, "k"); !d.Allowed {
+			t.Fatalf("got %+v; one slot frees at each step", d)
+		}
+		clock.Advance(step)
+	}
+	for range 2 * furrow.RateLimit {
+		allow()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const calls = 10_000
+	for range calls {
+		allow()
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.Mallocs - before.Mallocs; n > 20 {
+		t.Fatalf("%d allocations in %d calls at the limit, want next to none", n, calls)
 	}
 }
