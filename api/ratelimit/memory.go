@@ -79,9 +79,9 @@ func (m *Memory) sweep(now int64) {
 }
 
 // live drops the times at or before cutoff, moving the rest to the front
-// of the same array: a key's array then never grows past the limit plus
-// one, where reslicing its front away would let append move it again and
-// again.
+// of the same array: a key keeps the array append last grew, where
+// reslicing its front away made append move the times to a new one every
+// few requests.
 func live(times []int64, cutoff int64) []int64 {
 	i := 0
 	for i < len(times) && times[i] <= cutoff {
