@@ -106,25 +106,26 @@ or lower CLUSTER_SERVES, CLUSTER_WORKERS, CLUSTER_FURROW_POOL or CLUSTER_TEMPORA
 
 sql_tool() { "$TBIN/temporal-sql-tool" --plugin postgres12 --ep "$PGHOST_" -p "$PGPORT_" -u "$PGUSER_" --pw "$PGPASSWORD_" "$@"; }
 
-# temporal_bins builds the official server and SQL tool at the version in
-# go.mod into the cache, once.
+# temporal_bins builds the official server and SQL tool from the module
+# in go.mod (both are tools there) into the cache, once for each go.sum.
+# Built inside Furrow's module, they share the compiled packages of the
+# server Furrow embeds for `furrow dev`, so a cold machine compiles the
+# server's dependencies once, not twice.
 temporal_bins() {
-  local version
+  local version sum
   version=$(cd "$ROOT" && go list -m -f '{{.Version}}' go.temporal.io/server)
-  TBIN=$CACHE/temporal-$version
+  sum=$(sha256sum "$ROOT/go.sum" | cut -c1-12)
+  TBIN=$CACHE/temporal-$version-$sum
   if [[ -x $TBIN/temporal-server && -x $TBIN/temporal-sql-tool ]]; then
     return
   fi
   say "building the Temporal server $version and its SQL tool into $TBIN (once; takes minutes)"
-  local tmp
-  tmp=$(mktemp -d)
-  (cd "$tmp" && GOFLAGS=-buildvcs=false GOBIN="$tmp" go install \
-    "go.temporal.io/server/cmd/server@$version" "go.temporal.io/server/cmd/tools/sql@$version") ||
-    die "building the Temporal server failed"
   mkdir -p "$TBIN"
-  mv "$tmp/server" "$TBIN/temporal-server"
-  mv "$tmp/sql" "$TBIN/temporal-sql-tool"
-  rm -rf "$tmp"
+  (cd "$ROOT" && go build -o "$TBIN/temporal-server.tmp" go.temporal.io/server/cmd/server &&
+    go build -o "$TBIN/temporal-sql-tool.tmp" go.temporal.io/server/cmd/tools/sql) ||
+    die "building the Temporal server failed"
+  mv "$TBIN/temporal-server.tmp" "$TBIN/temporal-server"
+  mv "$TBIN/temporal-sql-tool.tmp" "$TBIN/temporal-sql-tool"
 }
 
 furrow_bins() {
