@@ -15,6 +15,7 @@
 # (the topology's own addresses win). Knobs of the script itself:
 #   CLUSTER_DIR        run directory (pids, logs, config)     [.furrow/cluster]
 #   CLUSTER_CACHE      where the Temporal binaries are built  [~/.cache/furrow-cluster]
+#                      (the 3 most recently used builds are kept)
 #   CLUSTER_PGHOST / CLUSTER_PGPORT / CLUSTER_PGUSER / CLUSTER_PGPASSWORD
 #                      the PostgreSQL server for the scratch databases [127.0.0.1 5432 postgres ""]
 #   CLUSTER_FURROW_BIN a furrow binary to use instead of building one
@@ -116,16 +117,39 @@ temporal_bins() {
   version=$(cd "$ROOT" && go list -m -f '{{.Version}}' go.temporal.io/server)
   sum=$(sha256sum "$ROOT/go.sum" | cut -c1-12)
   TBIN=$CACHE/temporal-$version-$sum
+  mkdir -p "$TBIN"
+  touch "$TBIN"
+  prune_temporal_bins
   if [[ -x $TBIN/temporal-server && -x $TBIN/temporal-sql-tool ]]; then
     return
   fi
   say "building the Temporal server $version and its SQL tool into $TBIN (once; takes minutes)"
-  mkdir -p "$TBIN"
   (cd "$ROOT" && go build -o "$TBIN/temporal-server.tmp" go.temporal.io/server/cmd/server &&
     go build -o "$TBIN/temporal-sql-tool.tmp" go.temporal.io/server/cmd/tools/sql) ||
     die "building the Temporal server failed"
   mv "$TBIN/temporal-server.tmp" "$TBIN/temporal-server"
   mv "$TBIN/temporal-sql-tool.tmp" "$TBIN/temporal-sql-tool"
+}
+
+# KEEP_BUILDS is how many builds of the Temporal server the cache keeps:
+# the one in use and the most recently used others, so that switching
+# between a few checkouts does not rebuild. Each is about 270 MB.
+KEEP_BUILDS=3
+
+# prune_temporal_bins removes the cache's builds (temporal-*) beyond the
+# KEEP_BUILDS most recently used; TBIN, just used, is always kept. A cluster
+# still running from a removed build goes on (its processes keep their
+# files), but `start NAME` cannot restart it.
+prune_temporal_bins() {
+  local dir n=0
+  while IFS= read -r dir; do
+    [[ $dir == "$TBIN" ]] && continue
+    n=$((n + 1))
+    if ((n >= KEEP_BUILDS)); then
+      say "removing the unused Temporal build $dir"
+      rm -rf "$dir"
+    fi
+  done < <(ls -1dt "$CACHE"/temporal-* 2>/dev/null)
 }
 
 furrow_bins() {
