@@ -20,7 +20,7 @@ func TestClusterCacheKeepsTheRecentTemporalBuilds(t *testing.T) {
 	cache := t.TempDir()
 	current := filepath.Join(cache, "temporal-"+temporalVersion(t)+"-"+goSumHash(t))
 	for _, bin := range []string{"temporal-server", "temporal-sql-tool"} {
-		writeFile(t, filepath.Join(current, bin), "#!/bin/sh\n", 0o755)
+		writeExecutable(t, filepath.Join(current, bin), "#!/bin/sh\n")
 	}
 	// Oldest first; current is the oldest of all, so only its use keeps it.
 	old := []string{"temporal-v1.32.0", "temporal-v1.31.0-aaaaaaaaaaaa", "temporal-v1.32.0-bbbbbbbbbbbb", "temporal-v1.32.0-cccccccccccc"}
@@ -30,7 +30,7 @@ func TestClusterCacheKeepsTheRecentTemporalBuilds(t *testing.T) {
 	}
 	for i, name := range old {
 		dir := filepath.Join(cache, name)
-		writeFile(t, filepath.Join(dir, "temporal-server"), "old", 0o755)
+		writeExecutable(t, filepath.Join(dir, "temporal-server"), "old")
 		at := base.Add(time.Duration(i) * time.Minute)
 		if err := os.Chtimes(dir, at, at); err != nil {
 			t.Fatal(err)
@@ -83,12 +83,14 @@ func goSumHash(t *testing.T) string {
 	return hex.EncodeToString(sum[:])[:12]
 }
 
-func writeFile(t *testing.T, path, text string, mode os.FileMode) {
+// writeExecutable writes text to path as an executable file, making its
+// directory.
+func writeExecutable(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(text), mode); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }
