@@ -35,6 +35,7 @@ const (
 	pgForeignKeyViolation = "23503"
 	pgLockNotAvailable    = "55P03" // a lock_timeout
 	pgUndefinedTable      = "42P01"
+	pgUndefinedColumn     = "42703"
 	pgCheckViolation      = "23514"
 	pgCharacterNotInRepe  = "22P05"
 	pgInvalidByteSequence = "22021"
@@ -42,7 +43,8 @@ const (
 
 // translate turns a pgx error into a furrow error: no rows is ENOTFOUND
 // (what names the missing thing), unique violation ECONFLICT, foreign-key
-// violation ENOTFOUND; anything else is wrapped with op. Messages come from
+// violation ENOTFOUND; a missing table or column says to run furrow
+// migrate; anything else is wrapped with op. Messages come from
 // constraint names, never from the values, so secrets cannot leak.
 func translate(err error, op, what string) error {
 	if err == nil {
@@ -71,6 +73,8 @@ func translate(err error, op, what string) error {
 			}
 		case pgInvalidByteSequence, pgCharacterNotInRepe:
 			return furrow.Errorf(furrow.EINVALID, "Text must be valid UTF-8 without NUL characters.")
+		case pgUndefinedTable, pgUndefinedColumn:
+			return fmt.Errorf("store: %s: postgres error %s: the database lacks a table or column of this build; run furrow migrate", op, pe.Code)
 		}
 		// Only code and constraint: the detail may quote row values.
 		return fmt.Errorf("store: %s: postgres error %s (%s)", op, pe.Code, pe.ConstraintName)

@@ -166,3 +166,29 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m migration, timeout ti
 		return err
 	})
 }
+
+// MissingMigrations returns the versions of this build's migrations that
+// the database has not recorded, oldest first: all of them when it was
+// never migrated. Versions the database has beyond this build's (an older
+// build running beside a newer one during a rollout) are not its concern.
+func (db *DB) MissingMigrations(ctx context.Context) ([]string, error) {
+	var have []string
+	err := db.pool.QueryRow(ctx, "SELECT coalesce(array_agg(version), '{}') FROM schema_migrations").Scan(&have)
+	if sqlState(err) == pgUndefinedTable {
+		have, err = nil, nil
+	}
+	if err != nil {
+		return nil, translate(err, "read migrations", "migration")
+	}
+	recorded := make(map[string]bool, len(have))
+	for _, v := range have {
+		recorded[v] = true
+	}
+	var missing []string
+	for _, m := range migrations() {
+		if !recorded[m.version] {
+			missing = append(missing, m.version)
+		}
+	}
+	return missing, nil
+}

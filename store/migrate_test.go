@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 )
@@ -108,5 +109,47 @@ func TestMigrateWaitsForATableLockOnlySoLong(t *testing.T) {
 	}
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM schema_migrations WHERE version LIKE '0016%'").Scan(&applied); err != nil || applied != 1 {
 		t.Fatalf("0016 recorded %d times (%v), want 1", applied, err)
+	}
+}
+
+// The start check reads which of this build's migrations a database lacks:
+// all on a database never migrated, where a query also says to migrate;
+// the later ones on a database migrated by an older build; none after
+// furrow migrate.
+func TestMissingMigrations(t *testing.T) {
+	ctx := context.Background()
+	files, _ := filepath.Glob("migrations/*.sql")
+	if len(files) < 2 {
+		t.Fatalf("found %d migration files", len(files))
+	}
+	first, third, last := filepath.Base(files[0]), filepath.Base(files[2]), filepath.Base(files[len(files)-1])
+	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
+	db, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	missing, err := db.MissingMigrations(ctx)
+	if err != nil || len(missing) != len(files) || missing[0] != first || missing[len(missing)-1] != last {
+		t.Fatalf("never migrated: missing %v, %v; want all %d, %s first", missing, err, len(files), first)
+	}
+	_, _, err = db.CreateUser(ctx, "a@example.com")
+	if err == nil || !strings.Contains(err.Error(), "run furrow migrate") || furrow.ErrorCode(err) != furrow.EINTERNAL {
+		t.Errorf("a query of a missing table: %v; want an internal error that says to run furrow migrate", err)
+	}
+	second := filepath.Base(files[1])
+	if err := store.MigrateUpTo(ctx, url, second); err != nil {
+		t.Fatal(err)
+	}
+	missing, err = db.MissingMigrations(ctx)
+	if err != nil || len(missing) != len(files)-2 || missing[0] != third {
+		t.Fatalf("migrated up to %s: missing %v, %v; want the %d after it", second, missing, err, len(files)-2)
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	missing, err = db.MissingMigrations(ctx)
+	if err != nil || len(missing) != 0 {
+		t.Errorf("migrated: missing %v, %v; want none", missing, err)
 	}
 }

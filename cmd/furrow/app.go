@@ -56,7 +56,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	go warnPoolBudget(ctx, db, log)
+	go warnAtStart(ctx, db, log)
 	s := &server{cfg: cfg, log: log, db: db, drain: &drain{ready: db}}
 	var limiter, testLimiter furrow.RateLimiter
 	failOpens := func() int64 { return 0 } // the in-process limiter cannot fail

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/furrowhq/furrow/internal/bench"
@@ -185,7 +186,9 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 		log.Warn("no --temporal (or FURROW_TEMPORAL_ADDRESS): the bare engine is not measured")
 	}
 	if c.URL != "" {
-		fmt.Fprintf(out, "the server must run with FURROW_WEBHOOK_ALLOW_PRIVATE=true FURROW_WEBHOOK_CA_FILE=%s/receiver.pem\n", c.CertDir)
+		// A log line, so that --json leaves stdout to the report alone.
+		log.Info("the server must run with FURROW_WEBHOOK_ALLOW_PRIVATE=true and FURROW_WEBHOOK_CA_FILE naming this file",
+			"file", filepath.Join(c.CertDir, "receiver.pem"))
 	}
 	r, err := bench.Delivery(ctx, c)
 	if err != nil {

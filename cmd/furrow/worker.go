@@ -38,7 +38,7 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		return err
 	}
 	defer db.Close()
-	go warnPoolBudget(ctx, db, log)
+	go warnAtStart(ctx, db, log)
 	watchSecrets(obs.metrics, db, log)
 	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
 	events, closeBus, err := workerBus(cfg, log)

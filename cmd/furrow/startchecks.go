@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/furrowhq/furrow/store"
+)
+
+// warnAtStart runs the checks at start whose failures do not stop the
+// process but would otherwise show only as failing or slow requests.
+func warnAtStart(ctx context.Context, db *store.DB, log *slog.Logger) {
+	warnSchema(ctx, db, log)
+	warnPoolBudget(ctx, db, log)
+}
+
+// warnSchema says at start, loudly, when the database lacks migrations of
+// this build (it was never migrated, or this build is newer than its last
+// furrow migrate): requests that need them would fail one by one.
+func warnSchema(ctx context.Context, db *store.DB, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	missing, err := db.MissingMigrations(ctx)
+	if err != nil {
+		log.Debug("migrations not checked", "err", err)
+		return
+	}
+	if len(missing) > 0 {
+		log.Warn("the database lacks migrations of this build: run furrow migrate",
+			"missing", len(missing), "first", missing[0], "last", missing[len(missing)-1])
+	}
+}
+
+// warnPoolBudget says at start, loudly, when PostgreSQL cannot give the
+// pool all its connections: under load the process would then wait for
+// connections and slow down without another sign. An unreachable database
+// is reported by the readiness probe, not here.
+func warnPoolBudget(ctx context.Context, db *store.DB, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	b, err := db.PoolBudget(ctx)
+	if err != nil {
+		log.Debug("connection budget not checked", "err", err)
+		return
+	}
+	if n := b.Missing(); n > 0 {
+		log.Warn("PostgreSQL cannot fill this process's connection pool: raise max_connections, or lower pool_max_conns in FURROW_DATABASE_URL",
+			"missing", n, "pool", b.Pool, "max_connections", b.MaxConnections,
+			"superuser_reserved_connections", b.Reserved, "in_use", b.InUse)
+	}
+}
