@@ -8,9 +8,16 @@ import (
 	"github.com/furrowhq/furrow/store"
 )
 
+// startCheckTimeout bounds the checks at start together.
+const startCheckTimeout = 3 * time.Second
+
 // warnAtStart runs the checks at start whose failures do not stop the
-// process but would otherwise show only as failing or slow requests.
+// process but would otherwise show only as failing or slow requests. A
+// check that cannot run in time is skipped: an unreachable database is
+// the readiness probe's to report.
 func warnAtStart(ctx context.Context, db *store.DB, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, startCheckTimeout)
+	defer cancel()
 	warnSchema(ctx, db, log)
 	warnPoolBudget(ctx, db, log)
 }
@@ -19,8 +26,6 @@ func warnAtStart(ctx context.Context, db *store.DB, log *slog.Logger) {
 // this build (it was never migrated, or this build is newer than its last
 // furrow migrate): requests that need them would fail one by one.
 func warnSchema(ctx context.Context, db *store.DB, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
 	missing, err := db.MissingMigrations(ctx)
 	if err != nil {
 		log.Debug("migrations not checked", "err", err)
@@ -34,11 +39,8 @@ func warnSchema(ctx context.Context, db *store.DB, log *slog.Logger) {
 
 // warnPoolBudget says at start, loudly, when PostgreSQL cannot give the
 // pool all its connections: under load the process would then wait for
-// connections and slow down without another sign. An unreachable database
-// is reported by the readiness probe, not here.
+// connections and slow down without another sign.
 func warnPoolBudget(ctx context.Context, db *store.DB, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
 	b, err := db.PoolBudget(ctx)
 	if err != nil {
 		log.Debug("connection budget not checked", "err", err)
