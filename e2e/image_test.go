@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"debug/buildinfo"
 	"debug/elf"
 	"os"
@@ -40,7 +39,7 @@ func TestImageBuild(t *testing.T) {
 	}
 	checkStatic(t, bin)
 
-	db := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty", Migrate: func(context.Context, string) error { return nil }})
+	db := testenv.NewDatabase(t, testenv.NoSchema)
 	tmp := newTemporal(t)
 	settings := func(extra ...string) []string {
 		return append([]string{"FURROW_DATABASE_URL=" + db, "FURROW_METRICS_ADDR=" + freeAddr(t)}, extra...)

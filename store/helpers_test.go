@@ -112,7 +112,7 @@ func readingsReader(t testing.TB, url string) pgx.Tx {
 func dbUpTo(t *testing.T, version string) (string, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
-	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
+	url := testenv.NewDatabase(t, testenv.NoSchema)
 	if err := store.MigrateUpTo(ctx, url, version); err != nil {
 		t.Fatal(err)
 	}

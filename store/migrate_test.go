@@ -16,7 +16,7 @@ import (
 func TestMigrateConcurrentAndIdempotent(t *testing.T) {
 	ctx := context.Background()
 	// An empty database: its template is built by a migrator that does nothing.
-	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
+	url := testenv.NewDatabase(t, testenv.NoSchema)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
@@ -123,7 +123,7 @@ func TestMissingMigrations(t *testing.T) {
 		t.Fatalf("found %d migration files", len(files))
 	}
 	first, third, last := filepath.Base(files[0]), filepath.Base(files[2]), filepath.Base(files[len(files)-1])
-	url := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
+	url := testenv.NewDatabase(t, testenv.NoSchema)
 	db, err := store.Open(ctx, url, store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func TestDevSecretKeysKept(t *testing.T) {
 // and reads their JSON summaries.
 func TestAdminSealSecrets(t *testing.T) {
 	ctx := context.Background()
-	url := testenv.NewDatabase(t, testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate})
+	url := testenv.NewDatabase(t, schema)
 	db, err := store.Open(ctx, url, store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,25 @@ import (
 	"github.com/furrowhq/furrow/store"
 )
 
+// schema builds this build's schema.
+var schema = testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate}
+
+// startLog opens a store on the database at url, runs check on it and
+// returns what check logged.
+func startLog(t *testing.T, url string, check func(context.Context, *store.DB, *slog.Logger)) string {
+	t.Helper()
+	db, err := store.Open(context.Background(), url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := &testenv.Buffer{}
+	check(context.Background(), db, slog.New(slog.NewTextHandler(out, nil)))
+	return out.String()
+}
+
 func TestStartWarnsWhenThePoolCannotBeFilled(t *testing.T) {
-	u := testenv.NewDatabase(t, testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate})
+	u := testenv.NewDatabase(t, schema)
 	for _, c := range []struct {
 		param string
 		warn  bool
@@ -21,14 +38,7 @@ func TestStartWarnsWhenThePoolCannotBeFilled(t *testing.T) {
 		if strings.Contains(u, "?") {
 			sep = "&"
 		}
-		db, err := store.Open(context.Background(), u+sep+c.param, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := &testenv.Buffer{}
-		warnPoolBudget(context.Background(), db, slog.New(slog.NewTextHandler(out, nil)))
-		db.Close()
-		got := out.String()
+		got := startLog(t, u+sep+c.param, warnPoolBudget)
 		if warned := strings.Contains(got, "level=WARN"); warned != c.warn {
 			t.Errorf("%s: warned=%v, want %v; log: %q", c.param, warned, c.warn, got)
 		}
@@ -39,21 +49,13 @@ func TestStartWarnsWhenThePoolCannotBeFilled(t *testing.T) {
 }
 
 func TestStartWarnsWhenTheDatabaseLacksMigrations(t *testing.T) {
-	ctx := context.Background()
-	empty := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
-	migrated := testenv.NewDatabase(t, testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate})
+	empty := testenv.NewDatabase(t, testenv.NoSchema)
+	migrated := testenv.NewDatabase(t, schema)
 	for _, c := range []struct {
 		name, url string
 		warn      bool
 	}{{"never migrated", empty, true}, {"migrated", migrated, false}} {
-		db, err := store.Open(ctx, c.url, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := &testenv.Buffer{}
-		warnAtStart(ctx, db, slog.New(slog.NewTextHandler(out, nil)))
-		db.Close()
-		got := out.String()
+		got := startLog(t, c.url, warnAtStart)
 		if warned := strings.Contains(got, "level=WARN msg=\"the database lacks migrations"); warned != c.warn {
 			t.Errorf("%s: warned=%v, want %v; log: %q", c.name, warned, c.warn, got)
 		}
@@ -67,7 +69,7 @@ func TestStartWarnsWhenTheDatabaseLacksMigrations(t *testing.T) {
 // whose reminder of the server's settings goes to the log; a run that
 // fails early prints nothing there.
 func TestBenchDeliveryJSONKeepsStdoutToTheReport(t *testing.T) {
-	empty := testenv.NewDatabase(t, testenv.Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }})
+	empty := testenv.NewDatabase(t, testenv.NoSchema)
 	env := map[string]string{"FURROW_DATABASE_URL": empty}
 	var out, errs bytes.Buffer
 	err := run(context.Background(), []string{"bench", "delivery", "--url", "http://127.0.0.1:1", "--cert-dir", t.TempDir(),

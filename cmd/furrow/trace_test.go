@@ -19,7 +19,6 @@ import (
 
 	"github.com/furrowhq/furrow/internal/loopback"
 	"github.com/furrowhq/furrow/internal/testenv"
-	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/telemetry"
 	"github.com/furrowhq/furrow/workflows"
 )
@@ -47,7 +46,7 @@ func TestOneTraceFromPostToDeliveryAttempt(t *testing.T) {
 	defer rcv.Close()
 	api := freePort(t)
 	cfg, err := loadConfig(env(map[string]string{
-		"FURROW_DATABASE_URL":          testenv.NewDatabase(t, testenv.Migrator{Digest: store.MigrationsDigest(), Migrate: store.Migrate}),
+		"FURROW_DATABASE_URL":          testenv.NewDatabase(t, schema),
 		"FURROW_HTTP_ADDR":             api,
 		"FURROW_DEV_TEMPORAL_ADDR":     freePort(t),
 		"FURROW_DEV_UI_ADDR":           freePort(t),

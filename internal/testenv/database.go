@@ -20,6 +20,10 @@ type Migrator struct {
 	Migrate func(ctx context.Context, databaseURL string) error
 }
 
+// NoSchema builds nothing: NewDatabase(t, NoSchema) is an empty database,
+// as one is before its first migration.
+var NoSchema = Migrator{Digest: "empty0", Migrate: func(context.Context, string) error { return nil }}
+
 var templates sync.Map // digest -> *templateOnce
 
 type templateOnce struct {
