@@ -129,12 +129,7 @@ func dynamicConfig() *dynamicconfig.MemoryClient {
 		// extra partitions only add forwarding hops before a task meets a poller.
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
-		// The one history shard keeps every task of a queue, done or not,
-		// until the queue's next checkpoint (30 s by default). Past the
-		// server's critical count of such tasks it splits its queue slices,
-		// and then walks them all for each new batch of tasks: a sixth of the
-		// CPU of a delivery at 200/s. Checkpoints every few seconds keep the
-		// count under it (see queueCheckpoint).
+		// See queueCheckpoint.
 		dynamicconfig.TransferProcessorUpdateAckInterval.Key():   queueCheckpoint,
 		dynamicconfig.VisibilityProcessorUpdateAckInterval.Key(): queueCheckpoint,
 	} {
@@ -144,10 +139,13 @@ func dynamicConfig() *dynamicconfig.MemoryClient {
 }
 
 // queueCheckpoint is how often the transfer and visibility queues
-// checkpoint. At a delivery workflow's few tasks in each queue, it keeps the
-// tasks tracked between checkpoints under the server's critical count up to
-// about 600 workflows a second, three times the rate one dev machine
-// delivers.
+// checkpoint. The one history shard keeps every task of a queue, done or
+// not, until the next checkpoint (30 s by default); past the server's
+// critical count of such tasks (history.queuePendingTaskCriticalCount) it
+// splits the queue's slices and then walks them all for each new batch of
+// tasks, a sixth of the CPU of a delivery at 200/s. At a delivery's two or
+// three tasks in each queue, 5 s keeps the count under it up to about 600
+// workflows a second, three times what one dev machine delivers.
 const queueCheckpoint = 5 * time.Second
 
 // searchAttributeCacheTTL is how long each service of the server keeps its

@@ -9,8 +9,8 @@ import (
 
 // TestQueueCheckpointsKeepTrackedTasksUnderTheCriticalCount reads the
 // settings as the server does and checks the sum of queueCheckpoint: at 600
-// delivery workflows a second, with up to three tasks each in the transfer
-// and the visibility queue, the tasks tracked between two checkpoints stay
+// delivery workflows a second, with three tasks each in the transfer and the
+// visibility queue, the tasks tracked between two checkpoints stay
 // within the count past which the server splits its queue slices.
 func TestQueueCheckpointsKeepTrackedTasksUnderTheCriticalCount(t *testing.T) {
 	const workflowsPerSecond, tasksPerWorkflow = 600, 3
