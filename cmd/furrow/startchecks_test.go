@@ -28,6 +28,20 @@ func startLog(t *testing.T, url string, check func(context.Context, *store.DB, *
 	return out.String()
 }
 
+// checkWarning checks that log holds the warning marker exactly when warn
+// is set, and that a warning names each of words.
+func checkWarning(t *testing.T, name, log string, warn bool, marker string, words ...string) {
+	t.Helper()
+	if warned := strings.Contains(log, marker); warned != warn {
+		t.Errorf("%s: warned=%v, want %v; log: %q", name, warned, warn, log)
+	}
+	for _, w := range words {
+		if warn && !strings.Contains(log, w) {
+			t.Errorf("%s: the warning does not name %q: %q", name, w, log)
+		}
+	}
+}
+
 func TestStartWarnsWhenThePoolCannotBeFilled(t *testing.T) {
 	u := testenv.NewDatabase(t, schema)
 	for _, c := range []struct {
@@ -38,13 +52,8 @@ func TestStartWarnsWhenThePoolCannotBeFilled(t *testing.T) {
 		if strings.Contains(u, "?") {
 			sep = "&"
 		}
-		got := startLog(t, u+sep+c.param, warnPoolBudget)
-		if warned := strings.Contains(got, "level=WARN"); warned != c.warn {
-			t.Errorf("%s: warned=%v, want %v; log: %q", c.param, warned, c.warn, got)
-		}
-		if c.warn && (!strings.Contains(got, "max_connections=") || !strings.Contains(got, "pool=5000")) {
-			t.Errorf("%s: the warning does not name the setting and the pool: %q", c.param, got)
-		}
+		checkWarning(t, c.param, startLog(t, u+sep+c.param, warnPoolBudget), c.warn,
+			"level=WARN", "max_connections=", "pool=5000")
 	}
 }
 
@@ -55,13 +64,8 @@ func TestStartWarnsWhenTheDatabaseLacksMigrations(t *testing.T) {
 		name, url string
 		warn      bool
 	}{{"never migrated", empty, true}, {"migrated", migrated, false}} {
-		got := startLog(t, c.url, warnAtStart)
-		if warned := strings.Contains(got, "level=WARN msg=\"the database lacks migrations"); warned != c.warn {
-			t.Errorf("%s: warned=%v, want %v; log: %q", c.name, warned, c.warn, got)
-		}
-		if c.warn && (!strings.Contains(got, "run furrow migrate") || !strings.Contains(got, "first=0001_")) {
-			t.Errorf("%s: the warning does not say what to run and what is missing: %q", c.name, got)
-		}
+		checkWarning(t, c.name, startLog(t, c.url, warnAtStart), c.warn,
+			"level=WARN msg=\"the database lacks migrations", "run furrow migrate", "first=0001_")
 	}
 }
 
