@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/store"
@@ -43,4 +46,33 @@ func benchmarkCreateReading(b *testing.B, writers int) {
 			}
 		}
 	})
+}
+
+// BenchmarkAttemptStoreWork measures what a delivery attempt asks of the
+// store: the webhook and the event read, and the attempt row written.
+func BenchmarkAttemptStoreWork(b *testing.B) {
+	ctx := context.Background()
+	db, _ := newDB(b, furrow.SystemClock{})
+	fx := newFixture(b, db)
+	w, err := db.CreateWebhook(ctx, newWebhook(fx))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, ev, err := db.CreateReading(ctx, reading(fx, 220, "21.5"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := db.WebhookByID(ctx, w.ID); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Event(ctx, ev.ID); err != nil {
+			b.Fatal(err)
+		}
+		a := furrow.Attempt{DeliveryID: uuid.New(), WebhookID: w.ID, EventID: ev.ID, Attempt: 1, StatusCode: 200, AtMs: furrow.Millis(time.Now())}
+		if err := db.AddAttempt(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
