@@ -119,7 +119,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	cfg.ConnConfig.DialFunc = tcpdial.Dialer(opts.ConnectTimeout, opts.DeadConnTimeout).DialContext
 	cfg.PingTimeout = min(opts.DeadConnTimeout, time.Second)
 	cfg.HealthCheckPeriod = opts.DeadConnTimeout
-	cfg.AfterConnect = registerTypes
+	cfg.AfterConnect = RegisterTypes
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: create pool: %w", err)
@@ -131,11 +131,12 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// registerTypes teaches a new connection to encode and scan uuid.UUID as
+// RegisterTypes teaches a new connection to encode and scan uuid.UUID as
 // the uuid it is. Without it pgx takes the type's driver.Valuer and
 // sql.Scanner paths: a string, a failed plan and about twenty allocations
-// for each uuid sent or read.
-func registerTypes(_ context.Context, conn *pgx.Conn) error {
+// for each uuid sent or read. It is the AfterConnect of the store's pool,
+// and of any other pool that writes Furrow's rows.
+func RegisterTypes(_ context.Context, conn *pgx.Conn) error {
 	pgxuuid.Register(conn.TypeMap())
 	return nil
 }

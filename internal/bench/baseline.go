@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/furrowhq/furrow/store"
 )
 
 // BaselineConfig sets up a baseline run.
@@ -83,6 +85,7 @@ func seededScratch(ctx context.Context, what, databaseURL string, conns int) (*p
 		return nil, uuid.Nil, nil, nil, fmt.Errorf("%s: database URL is not valid", what)
 	}
 	pcfg.MaxConns = int32(conns)
+	pcfg.AfterConnect = store.RegisterTypes // as Furrow's own pool, so that its uuids cost the same
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		drop()
