@@ -20,6 +20,7 @@ func warnAtStart(ctx context.Context, db *store.DB, log *slog.Logger) {
 	defer cancel()
 	warnSchema(ctx, db, log)
 	warnPoolBudget(ctx, db, log)
+	warnAutovacuum(ctx, db, log)
 }
 
 // warnSchema says at start, loudly, when the database lacks migrations of
@@ -50,5 +51,19 @@ func warnPoolBudget(ctx context.Context, db *store.DB, log *slog.Logger) {
 		log.Warn("PostgreSQL cannot fill this process's connection pool: raise max_connections, or lower pool_max_conns in FURROW_DATABASE_URL",
 			"missing", n, "pool", b.Pool, "max_connections", b.MaxConnections,
 			"superuser_reserved_connections", b.Reserved, "in_use", b.InUse)
+	}
+}
+
+// warnAutovacuum says at start, loudly, when PostgreSQL does not vacuum on
+// its own: the dispatchers' claims would then slow down all day, with no
+// other sign than the outbox's backlog.
+func warnAutovacuum(ctx context.Context, db *store.DB, log *slog.Logger) {
+	on, err := db.Autovacuum(ctx)
+	if err != nil {
+		log.Debug("autovacuum not checked", "err", err)
+		return
+	}
+	if !on {
+		log.Warn("PostgreSQL's autovacuum is off: each claim of the outbox reads past every event dispatched since the last vacuum; set autovacuum = on and track_counts = on")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
 )
@@ -67,6 +69,24 @@ func TestStartWarnsWhenTheDatabaseLacksMigrations(t *testing.T) {
 		checkWarning(t, c.name, startLog(t, c.url, warnAtStart), c.warn,
 			"level=WARN msg=\"the database lacks migrations", "run furrow migrate", "first=0001_")
 	}
+}
+
+func TestStartWarnsWhenAutovacuumIsOff(t *testing.T) {
+	u := testenv.NewDatabase(t, schema)
+	// Autovacuum is a server-wide setting: the test checks the warning
+	// against the server's own answer, whichever it is.
+	conn, err := pgx.Connect(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var setting, counts string
+	if err := conn.QueryRow(context.Background(), "SELECT current_setting('autovacuum'), current_setting('track_counts')").Scan(&setting, &counts); err != nil {
+		t.Fatal(err)
+	}
+	off := setting != "on" || counts != "on"
+	checkWarning(t, "autovacuum="+setting+" track_counts="+counts, startLog(t, u, warnAutovacuum), off,
+		"level=WARN msg=\"PostgreSQL's autovacuum is off", "autovacuum = on", "track_counts = on")
 }
 
 // With --json, stdout holds the report and nothing else, even with --url,

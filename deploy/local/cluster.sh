@@ -105,6 +105,20 @@ or lower CLUSTER_SERVES, CLUSTER_WORKERS, CLUSTER_FURROW_POOL or CLUSTER_TEMPORA
   say "connection budget: $need of $free free connections (max_connections $max): Temporal $temporal, Furrow $furrow, headroom $BUDGET_HEADROOM"
 }
 
+# check_autovacuum says, without stopping, when PostgreSQL does not vacuum
+# on its own: the outbox's claims then slow down with every event
+# dispatched (docs/operating/production.md, "Vacuuming").
+check_autovacuum() {
+  local on
+  command -v psql >/dev/null || return 0
+  on=$(PGPASSWORD=$PGPASSWORD_ psql -h "$PGHOST_" -p "$PGPORT_" -U "$PGUSER_" -d postgres -Atc \
+    "SELECT current_setting('autovacuum')::bool AND current_setting('track_counts')::bool" 2>/dev/null) || return 0
+  if [ "$on" != t ]; then
+    say "warning: PostgreSQL's autovacuum is off: each claim of the outbox reads past every event dispatched since the last vacuum, and deliveries slow down over the day.
+  Turn it on: ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf();"
+  fi
+}
+
 sql_tool() { "$TBIN/temporal-sql-tool" --plugin postgres12 --ep "$PGHOST_" -p "$PGPORT_" -u "$PGUSER_" --pw "$PGPASSWORD_" "$@"; }
 
 # temporal_bins builds the official server and SQL tool from the module
@@ -386,6 +400,7 @@ print_addresses() {
 up() {
   [[ -f $STATE ]] && die "already up (state in $RUN); run down first"
   check_budget "${CLUSTER_SERVES:-2}" "${CLUSTER_WORKERS:-2}"
+  check_autovacuum
   mkdir -p "$RUN/logs"
   rm -f "$RUN"/logs/*.log
   temporal_bins

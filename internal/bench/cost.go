@@ -221,7 +221,7 @@ func loadAverage() [3]float64 {
 }
 
 // settingNames are PostgreSQL's settings that bear on a run's figures.
-var settingNames = []string{"max_connections", "shared_buffers", "synchronous_commit", "shared_preload_libraries"}
+var settingNames = []string{"max_connections", "shared_buffers", "synchronous_commit", "shared_preload_libraries", "autovacuum"}
 
 // postgresSettings reads settingNames; nil when PostgreSQL cannot tell.
 func postgresSettings(ctx context.Context, databaseURL string) map[string]string {
