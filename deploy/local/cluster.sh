@@ -78,6 +78,9 @@ FURROW_POOL=${CLUSTER_FURROW_POOL:-16}
 TEMPORAL_SERVICES=4 # frontend, history, matching, worker: each opens its own pools
 BUDGET_HEADROOM=10
 
+# pg_ask prints the answer to one query of the server's settings, unaligned.
+pg_ask() { PGPASSWORD=$PGPASSWORD_ psql -h "$PGHOST_" -p "$PGPORT_" -U "$PGUSER_" -d postgres -Atc "$1"; }
+
 # check_budget refuses to go on when PostgreSQL cannot hold the topology's
 # connections; it names the setting and the numbers.
 check_budget() {
@@ -89,8 +92,7 @@ check_budget() {
     say "psql not found: cannot check PostgreSQL's max_connections against the $need connections this topology needs"
     return 0
   }
-  line=$(PGPASSWORD=$PGPASSWORD_ psql -h "$PGHOST_" -p "$PGPORT_" -U "$PGUSER_" -d postgres -Atc \
-    "SELECT current_setting('max_connections') || ' ' || current_setting('superuser_reserved_connections') || ' ' || (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')" 2>&1) ||
+  line=$(pg_ask "SELECT current_setting('max_connections') || ' ' || current_setting('superuser_reserved_connections') || ' ' || (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')" 2>&1) ||
     die "cannot reach PostgreSQL at $PGHOST_:$PGPORT_ to check its connection budget: $line"
   read -r max reserved used <<<"$line"
   free=$((max - reserved - used))
@@ -111,8 +113,7 @@ or lower CLUSTER_SERVES, CLUSTER_WORKERS, CLUSTER_FURROW_POOL or CLUSTER_TEMPORA
 check_autovacuum() {
   local on
   command -v psql >/dev/null || return 0
-  on=$(PGPASSWORD=$PGPASSWORD_ psql -h "$PGHOST_" -p "$PGPORT_" -U "$PGUSER_" -d postgres -Atc \
-    "SELECT current_setting('autovacuum')::bool AND current_setting('track_counts')::bool" 2>/dev/null) || return 0
+  on=$(pg_ask "SELECT current_setting('autovacuum')::bool AND current_setting('track_counts')::bool" 2>/dev/null) || return 0
   if [ "$on" != t ]; then
     say "warning: PostgreSQL's autovacuum is off: each claim of the outbox reads past every event dispatched since the last vacuum, and deliveries slow down over the day.
   Turn it on: ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf();"
