@@ -24,18 +24,25 @@ import (
 // holding occurred_at_ms, so Event finds an event's partition from its id.
 //
 // The outbox floor (table outbox_floor) is at or before the occurred_at_ms
-// of every undispatched event, so the outbox's queries start there and
-// never open older partitions. Storing an event keeps the rule without
-// touching the floor when the event occurred within recentEvent of now;
-// storing a pending event older than that (insertEvents) lowers the floor
-// in its transaction. Retention raises it to the oldest undispatched event,
-// but never later than floorLag before now, so an event that occurred
-// within recentEvent of its writer's now is still above the floor when its
-// transaction commits, after writeTimeout at most, whatever the clocks of
-// the processes differ by within the rest of the margin.
+// of every undispatched event, so the outbox's queries start there: they
+// never open older partitions, and a claim's walk of the partial index of
+// undispatched events starts there too. Marking an event dispatched leaves
+// its entry in that index until a vacuum, so a floor kept close to now is
+// what keeps a claim from walking a busy day's dead entries.
+//
+// Storing an event keeps the rule without touching the floor when the
+// event occurred within recentEvent of its writer's now; storing a pending
+// event older than that lowers the floor in its transaction (keepFloor).
+// Every transaction that stores events commits within writeTimeout of that
+// check (boundWrite), so raising the floor to the oldest undispatched event,
+// but never later than floorLag before now, leaves above it every event
+// still being written, whatever the clocks of the processes differ by
+// within clockSlack. Claims raise it every raiseEvery, and retention too.
 const (
-	recentEvent = time.Hour
-	floorLag    = 2 * time.Hour
+	recentEvent = 30 * time.Second
+	clockSlack  = 30 * time.Second
+	floorLag    = recentEvent + writeTimeout + clockSlack
+	raiseEvery  = 10 * time.Second
 )
 
 // lowerFloorSQL lowers the outbox floor to $1 at most. It always writes
@@ -43,18 +50,57 @@ const (
 // and a raise waits for its transaction.
 const lowerFloorSQL = `UPDATE outbox_floor SET floor_ms = least(floor_ms, $1)`
 
-// outboxFloor returns the outbox floor.
+// lowersFloor reports whether a pending event that occurred at occurredMs,
+// stored at nowMs, must lower the outbox floor: its transaction must then
+// be one that keepFloor can write to.
+func lowersFloor(occurredMs, nowMs int64) bool {
+	return occurredMs < nowMs-recentEvent.Milliseconds()
+}
+
+// keepFloor lowers the outbox floor to oldestPending, the time of the
+// oldest pending event just stored through q, when lowersFloor says so; q
+// must then be the events' own transaction.
+func keepFloor(ctx context.Context, q execQuerier, oldestPending, nowMs int64) error {
+	if !lowersFloor(oldestPending, nowMs) {
+		return nil
+	}
+	_, err := q.Exec(ctx, lowerFloorSQL, oldestPending)
+	return err
+}
+
+// boundWrite bounds a write of events, from now to its commit, by
+// writeTimeout, as the floor's rule needs.
+func boundWrite(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, writeTimeout)
+}
+
+// outboxFloor returns the outbox floor, raised first when the last raise
+// of this DB is raiseEvery old. A failed raise is logged and the floor
+// read as it is: it only costs the claim time.
 func (db *DB) outboxFloor(ctx context.Context) (int64, error) {
+	now := db.nowMs()
+	if last := db.floorRaisedMs.Load(); now-last >= raiseEvery.Milliseconds() && db.floorRaisedMs.CompareAndSwap(last, now) {
+		floor, err := db.raiseOutboxFloor(ctx)
+		if err == nil {
+			return floor, nil
+		}
+		db.log.Warn("store: outbox floor not raised", "err", err)
+	}
+	return db.readOutboxFloor(ctx)
+}
+
+// readOutboxFloor returns the outbox floor as it is.
+func (db *DB) readOutboxFloor(ctx context.Context) (int64, error) {
 	var floor int64
 	err := db.pool.QueryRow(ctx, "SELECT floor_ms FROM outbox_floor").Scan(&floor)
 	return floor, err
 }
 
 // raiseOutboxFloor moves the outbox floor up to the oldest undispatched
-// event, or to floorLag before now when that is earlier. The floor's row
-// is locked before the oldest is read, by a statement of its own, so that
-// an old pending event stored meanwhile is either seen or lowers the floor
-// after the raise.
+// event, or to floorLag before now when that is earlier, and returns it.
+// The floor's row is locked before the oldest is read, by a statement of
+// its own, so that an old pending event stored meanwhile is either seen or
+// lowers the floor after the raise.
 func (db *DB) raiseOutboxFloor(ctx context.Context) (int64, error) {
 	var floor int64
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {

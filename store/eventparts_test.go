@@ -109,8 +109,8 @@ func TestPruneEventsDropsDaysButKeepsUndispatched(t *testing.T) {
 	if _, ok := partitionsOf(t, url, "events")["events_p20310311"]; ok {
 		t.Fatal("11 March kept once its event was dispatched")
 	}
-	if floor, _ := store.OutboxFloor(ctx, db); floor != clock.Now().Add(-2*time.Hour).UnixMilli() {
-		t.Fatalf("outbox floor %d with nothing undispatched, want two hours before now", floor)
+	if floor, _ := store.OutboxFloor(ctx, db); floor != clock.Now().Add(-store.FloorLag).UnixMilli() {
+		t.Fatalf("outbox floor %d with nothing undispatched, want FloorLag before now", floor)
 	}
 }
 
@@ -119,7 +119,7 @@ func TestOldPendingEventLowersOutboxFloor(t *testing.T) {
 	clock, db, _, fx := subscribedFarm(t)
 	clock.Advance(72 * time.Hour)
 	floor, err := store.RaiseOutboxFloor(ctx, db)
-	if err != nil || floor != clock.Now().Add(-2*time.Hour).UnixMilli() {
+	if err != nil || floor != clock.Now().Add(-store.FloorLag).UnixMilli() {
 		t.Fatalf("raised floor %d, %v", floor, err)
 	}
 	// An event that occurred days ago, stored now, waits for the dispatcher.

@@ -116,9 +116,9 @@ func storedEvents(rows pgx.Rows) (stored, pending map[uuid.UUID]bool, err error)
 }
 
 // insertEvents stores rows through q with insertEventsSQL and keeps the
-// outbox floor at or before each pending one (see recentEvent): one that
-// occurred before nowMs-recentEvent lowers the floor, so q must then be a
-// transaction. It returns what storedEvents does.
+// outbox floor at or before each pending one (keepFloor), so q must be a
+// transaction when lowersFloor says so of one. It returns what
+// storedEvents does.
 func insertEvents(ctx context.Context, q execQuerier, rows *eventRows, nowMs int64) (stored, pending map[uuid.UUID]bool, err error) {
 	res, _ := q.Query(ctx, insertEventsSQL, rows.args(nowMs)...) // Its error is res's.
 	if stored, pending, err = storedEvents(res); err != nil {
@@ -130,10 +130,7 @@ func insertEvents(ctx context.Context, q execQuerier, rows *eventRows, nowMs int
 			oldest = min(oldest, rows.occurred[i])
 		}
 	}
-	if oldest < nowMs-recentEvent.Milliseconds() {
-		_, err = q.Exec(ctx, lowerFloorSQL, oldest)
-	}
-	return stored, pending, err
+	return stored, pending, keepFloor(ctx, q, oldest, nowMs)
 }
 
 // execQuerier is a pool or a transaction.
@@ -164,8 +161,10 @@ func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.OutboxEve
 	var rows eventRows
 	rows.add(id, e)
 	var stored, pending map[uuid.UUID]bool
+	ctx, cancel := boundWrite(ctx)
+	defer cancel()
 	err = db.withPartitions(ctx, []int64{e.OccurredAtMs}, func() (err error) {
-		if e.OccurredAtMs >= now-recentEvent.Milliseconds() {
+		if !lowersFloor(e.OccurredAtMs, now) {
 			stored, pending, err = insertEvents(ctx, db.pool, &rows, now)
 			return err
 		}

@@ -88,7 +88,7 @@ func createEvents(t *testing.T, db interface {
 
 // subscribe gives the fixture's farm a webhook for every event type, so
 // that its events wait in the outbox for the dispatcher.
-func subscribe(t *testing.T, db *store.DB, fx fixture) furrow.Webhook {
+func subscribe(t testing.TB, db *store.DB, fx fixture) furrow.Webhook {
 	t.Helper()
 	w, err := db.CreateWebhook(context.Background(), newWebhook(fx))
 	if err != nil {

@@ -56,8 +56,26 @@ const (
 // RaiseOutboxFloor raises the outbox floor as retention does.
 func RaiseOutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.raiseOutboxFloor(ctx) }
 
-// OutboxFloor returns the outbox floor.
-func OutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.outboxFloor(ctx) }
+// OutboxFloor returns the outbox floor, without raising it.
+func OutboxFloor(ctx context.Context, db *DB) (int64, error) { return db.readOutboxFloor(ctx) }
+
+// The outbox floor's timing (see recentEvent).
+const (
+	RecentEvent = recentEvent
+	FloorLag    = floorLag
+	RaiseEvery  = raiseEvery
+)
+
+// WriteReadingLate writes r, stamped at its Timestamp, as a batch of the
+// group commit that runs now would: as a reading that waited for its batch.
+func WriteReadingLate(ctx context.Context, db *DB, r furrow.Reading) (furrow.OutboxEvent, error) {
+	req := db.ingestReq(ctx, r, nil)
+	refused, err := db.writeReadingsPartitioned(ctx, []*ingestReq{req})
+	if err == nil {
+		err = refused[req]
+	}
+	return req.event, err
+}
 
 // EventsQuery is the statement of Events and its arguments, for plan tests.
 func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f) }

@@ -38,6 +38,8 @@ func (db *DB) CreateReadingOnce(ctx context.Context, r furrow.Reading, keyHash *
 		return furrow.Reading{}, furrow.OutboxEvent{}, false, furrow.Errorf(furrow.EINVALID, "The idempotency key must be 1 to %d printable ASCII characters.", furrow.MaxIdempotencyKey)
 	}
 	r.Timestamp = db.nowMs()
+	ctx, cancel := boundWrite(ctx)
+	defer cancel()
 	for _, p := range []*dayPartitions{db.readingParts, db.eventParts} {
 		if err := p.ensure(ctx, db, r.Timestamp); err != nil {
 			return furrow.Reading{}, furrow.OutboxEvent{}, false, translate(err, "create reading", "device")
@@ -48,7 +50,7 @@ func (db *DB) CreateReadingOnce(ctx context.Context, r furrow.Reading, keyHash *
 		if err := claimKey(ctx, tx, r, once); err != nil {
 			return err
 		}
-		refused, err := db.writeReadingsWith(ctx, tx, []*ingestReq{req})
+		refused, err := db.writeReadingsWith(ctx, tx, []*ingestReq{req}, db.nowMs())
 		if err != nil {
 			return err
 		}

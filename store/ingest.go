@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -301,12 +302,28 @@ func (db *DB) writeReadingsPartitioned(ctx context.Context, reqs []*ingestReq) (
 // device's, ENOTFOUND for a device that is gone. The returned error is the
 // statement's, for the caller to settle every request with.
 func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingestReq]error, error) {
-	return db.writeReadingsWith(ctx, db.pool, reqs)
+	now := db.nowMs()
+	oldest := reqs[0].reading.Timestamp
+	for _, q := range reqs[1:] {
+		oldest = min(oldest, q.reading.Timestamp)
+	}
+	if !lowersFloor(oldest, now) {
+		return db.writeReadingsWith(ctx, db.pool, reqs, now)
+	}
+	// A reading that waited long for its batch: its event may have to
+	// lower the outbox floor, in the batch's transaction.
+	var refused map[*ingestReq]error
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) (err error) {
+		refused, err = db.writeReadingsWith(ctx, tx, reqs, now)
+		return err
+	})
+	return refused, err
 }
 
-// writeReadingsWith is writeReadings through q, which may be a transaction
-// that writes more beside the readings.
-func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestReq) (map[*ingestReq]error, error) {
+// writeReadingsWith is writeReadings at nowMs through q, which may be a
+// transaction that writes more beside the readings, and must be one when
+// lowersFloor says so of a reading's timestamp.
+func (db *DB) writeReadingsWith(ctx context.Context, q execQuerier, reqs []*ingestReq, nowMs int64) (map[*ingestReq]error, error) {
 	n := len(reqs)
 	// The uuids go as [16]byte and the keys as a FlatArray, which pgx
 	// encodes directly; uuid.UUID would take its driver.Valuer path, a
@@ -326,21 +343,28 @@ func (db *DB) writeReadingsWith(ctx context.Context, q querier, reqs []*ingestRe
 		traces = append(traces, q.event.TraceParent)
 	}
 	rows, _ := q.Query(ctx, storeReadingsSQL, devices, keys, farms, metrics, values, stamps, events, data,
-		furrow.EventMetricValue, db.nowMs(), traces) // Its error is rows'.
+		furrow.EventMetricValue, nowMs, traces) // Its error is rows'.
 	stored, pending, err := storedReadingEvents(rows, n)
 	if err != nil {
 		return nil, err
 	}
 	refused := map[*ingestReq]error{}
+	oldestPending := int64(math.MaxInt64)
 	for _, q := range reqs {
 		switch {
 		case stored[q.eventID]:
 			q.event.Pending = pending[q.eventID]
+			if q.event.Pending {
+				oldestPending = min(oldestPending, q.reading.Timestamp)
+			}
 		case q.keyHash != nil:
 			refused[q] = errKeyRevoked
 		default:
 			refused[q] = errDeviceGone
 		}
+	}
+	if err := keepFloor(ctx, q, oldestPending, nowMs); err != nil {
+		return nil, err
 	}
 	if db.obs != nil {
 		db.obs.IngestBatch(n, n-len(refused))

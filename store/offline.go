@@ -21,6 +21,8 @@ func (db *DB) MarkOffline(ctx context.Context, offlineAfter time.Duration, limit
 		return nil, nil
 	}
 	now := db.nowMs()
+	ctx, cancel := boundWrite(ctx)
+	defer cancel()
 	if err := db.eventParts.ensure(ctx, db, now); err != nil {
 		return nil, translate(err, "mark offline", "device")
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -87,6 +88,9 @@ type DB struct {
 	obs          IngestMetrics
 	traceParent  func(context.Context) string
 	keys         *keyring.Ring
+	// floorRaisedMs is when this DB last raised the outbox floor (Unix ms
+	// of its clock).
+	floorRaisedMs atomic.Int64
 }
 
 // Compile-time checks that DB implements the service interfaces.

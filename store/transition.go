@@ -44,11 +44,13 @@ func (db *DB) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition)
 	}
 	now := db.nowMs()
 	var pending bool
+	ctx, cancel := boundWrite(ctx)
+	defer cancel()
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, transitionSQL, t.WebhookID, t.Enabled, t.Failures, t.Seq, t.AtMs, t.Cause(),
 			id, e.Type, string(e.Data), now).Scan(&e.FarmID, &pending)
-		if err == nil && pending && t.AtMs < now-recentEvent.Milliseconds() {
-			_, err = tx.Exec(ctx, lowerFloorSQL, t.AtMs)
+		if err == nil && pending {
+			err = keepFloor(ctx, tx, t.AtMs, now)
 		}
 		return err
 	})
