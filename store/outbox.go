@@ -13,8 +13,10 @@ import (
 
 // claimSQL leases undispatched events from the outbox floor $6 on, so
 // that the partitions before it are pruned when the statement is planned
-// (or, with a generic plan, when it starts). An event is updated by its
-// key, which names its partition.
+// (or, with a generic plan, when it starts) and the walk of the index of
+// undispatched events starts at the floor, past the entries that
+// dispatched events left before it. An event is updated by its key, which
+// names its partition.
 const claimSQL = `
 		WITH c AS (
 			SELECT id, occurred_at_ms FROM events
