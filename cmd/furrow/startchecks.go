@@ -55,8 +55,9 @@ func warnPoolBudget(ctx context.Context, db *store.DB, log *slog.Logger) {
 }
 
 // warnAutovacuum says at start, loudly, when PostgreSQL does not vacuum on
-// its own: the dispatchers' claims would then slow down all day, with no
-// other sign than the outbox's backlog.
+// its own: the tables would then keep every dead row version until a day's
+// partition is dropped, and new partitions would never be analyzed, with
+// no other sign than the disk they take and slower queries.
 func warnAutovacuum(ctx context.Context, db *store.DB, log *slog.Logger) {
 	on, err := db.Autovacuum(ctx)
 	if err != nil {
@@ -64,6 +65,6 @@ func warnAutovacuum(ctx context.Context, db *store.DB, log *slog.Logger) {
 		return
 	}
 	if !on {
-		log.Warn("PostgreSQL's autovacuum is off: each claim of the outbox reads past every event dispatched since the last vacuum; set autovacuum = on and track_counts = on")
+		log.Warn("PostgreSQL's autovacuum is off: dead row versions stay in the tables and their indexes, and new partitions are never analyzed; set autovacuum = on and track_counts = on")
 	}
 }

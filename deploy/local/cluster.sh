@@ -108,14 +108,14 @@ or lower CLUSTER_SERVES, CLUSTER_WORKERS, CLUSTER_FURROW_POOL or CLUSTER_TEMPORA
 }
 
 # check_autovacuum says, without stopping, when PostgreSQL does not vacuum
-# on its own: the outbox's claims then slow down with every event
-# dispatched (docs/operating/production.md, "Vacuuming").
+# on its own: dead row versions then stay in the tables and new partitions
+# are never analyzed (docs/operating/production.md, "Vacuuming").
 check_autovacuum() {
   local on
   command -v psql >/dev/null || return 0
   on=$(pg_ask "SELECT current_setting('autovacuum')::bool AND current_setting('track_counts')::bool" 2>/dev/null) || return 0
   if [ "$on" != t ]; then
-    say "warning: PostgreSQL's autovacuum is off: each claim of the outbox reads past every event dispatched since the last vacuum, and deliveries slow down over the day.
+    say "warning: PostgreSQL's autovacuum is off: dead row versions stay in the tables and their indexes, and new partitions are never analyzed.
   Turn it on: ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf();"
   fi
 }
