@@ -3,11 +3,10 @@ package store
 import "context"
 
 // Autovacuum reports whether PostgreSQL vacuums on its own: autovacuum and
-// the track_counts it needs are both on. Furrow needs it: marking an event
-// dispatched leaves its entry in the outbox's partial index until a vacuum
-// removes it, and every claim of the dispatchers reads past those entries,
-// so without vacuums each claim grows slower with every event dispatched
-// that day. The caller bounds it with ctx.
+// the track_counts it needs are both on. Furrow needs it: without vacuums
+// the row versions that updates leave behind (an event marked dispatched,
+// a device's last-seen time) stay in the tables and their indexes, and new
+// day partitions are never analyzed. The caller bounds it with ctx.
 func (db *DB) Autovacuum(ctx context.Context) (bool, error) {
 	var on bool
 	err := db.pool.QueryRow(ctx, `SELECT current_setting('autovacuum')::bool AND current_setting('track_counts')::bool`).Scan(&on)
