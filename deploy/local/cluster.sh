@@ -39,7 +39,7 @@
 # use: with the defaults 4 x 30 + 4 x 16 + 10 = 194.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RUN=${CLUSTER_DIR:-$ROOT/.furrow/cluster}
 CACHE=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/furrow-cluster}
 PGHOST_=${CLUSTER_PGHOST:-127.0.0.1}
@@ -55,8 +55,10 @@ die() {
   exit 1
 }
 
-# free_port prints a loopback port nobody listens on and no earlier call
-# handed out.
+# free_port VAR sets VAR to a loopback port nobody listens on and no earlier
+# call handed out. It must run in this shell, never in $(...): a subshell's
+# record of the ports it handed out dies with it, and two services of one
+# topology then get the same port.
 TAKEN=" "
 free_port() {
   local p
@@ -66,9 +68,37 @@ free_port() {
     [[ $TAKEN == *" $p "* ]] && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       TAKEN+="$p "
-      echo "$p"
+      printf -v "$1" %s "$p"
       return
     fi
+  done
+}
+
+# TEMPORAL_SERVICE_PORTS names the ports of the Temporal server besides its
+# frontend's gRPC port (TEMPORAL_PORT), in the order the config uses them.
+TEMPORAL_SERVICE_PORTS="FRONTEND_MEMBERSHIP FRONTEND_HTTP HISTORY_GRPC HISTORY_MEMBERSHIP
+  MATCHING_GRPC MATCHING_MEMBERSHIP WORKER_GRPC WORKER_MEMBERSHIP"
+
+# alloc_ports SERVES WORKERS chooses every port of the topology, each once,
+# and prints the state file's assignments of them. Call it in this shell
+# (a redirection is fine, $(...) is not): see free_port.
+alloc_ports() {
+  local serves=$1 workers=$2 name v n line
+  for v in TEMPORAL_PORT TEMPORAL_PPROF_PORT REDIS_PORT $TEMPORAL_SERVICE_PORTS; do
+    free_port "$v"
+  done
+  echo "TEMPORAL_PORT=$TEMPORAL_PORT TEMPORAL_PPROF_PORT=$TEMPORAL_PPROF_PORT REDIS_PORT=$REDIS_PORT"
+  line=
+  for v in $TEMPORAL_SERVICE_PORTS; do line+="$v=${!v} "; done
+  echo "${line% }"
+  for name in $(seq -f "serve_%g" 1 "$serves") $(seq -f "worker_%g" 1 "$workers"); do
+    line=
+    for v in PORT METRICS_PORT PPROF_PORT; do
+      n=${name}_$v
+      free_port "$n"
+      line+="$n=${!n} "
+    done
+    echo "${line% }"
   done
 }
 
@@ -223,13 +253,13 @@ global:
     port: $TEMPORAL_PPROF_PORT
 services:
   frontend:
-    rpc: {grpcPort: $TEMPORAL_PORT, membershipPort: $(free_port), httpPort: $(free_port), bindOnLocalHost: true}
+    rpc: {grpcPort: $TEMPORAL_PORT, membershipPort: $FRONTEND_MEMBERSHIP, httpPort: $FRONTEND_HTTP, bindOnLocalHost: true}
   history:
-    rpc: {grpcPort: $(free_port), membershipPort: $(free_port), bindOnLocalHost: true}
+    rpc: {grpcPort: $HISTORY_GRPC, membershipPort: $HISTORY_MEMBERSHIP, bindOnLocalHost: true}
   matching:
-    rpc: {grpcPort: $(free_port), membershipPort: $(free_port), bindOnLocalHost: true}
+    rpc: {grpcPort: $MATCHING_GRPC, membershipPort: $MATCHING_MEMBERSHIP, bindOnLocalHost: true}
   worker:
-    rpc: {grpcPort: $(free_port), membershipPort: $(free_port), bindOnLocalHost: true}
+    rpc: {grpcPort: $WORKER_GRPC, membershipPort: $WORKER_MEMBERSHIP, bindOnLocalHost: true}
 clusterMetadata:
   enableGlobalNamespace: false
   failoverVersionIncrement: 10
@@ -409,7 +439,6 @@ up() {
   local id i
   id=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
   TEMPORAL_DB=cluster_${id}_temporal VISIBILITY_DB=cluster_${id}_visibility FURROW_DB=cluster_${id}_furrow
-  TEMPORAL_PORT=$(free_port) TEMPORAL_PPROF_PORT=$(free_port) REDIS_PORT=$(free_port)
   SERVES=${CLUSTER_SERVES:-2} WORKERS=${CLUSTER_WORKERS:-2}
   local pgauth=$PGUSER_
   [[ -n $PGPASSWORD_ ]] && pgauth+=":$PGPASSWORD_"
@@ -418,10 +447,8 @@ up() {
     echo "TEMPORAL_DB=$TEMPORAL_DB VISIBILITY_DB=$VISIBILITY_DB FURROW_DB=$FURROW_DB"
     echo "FURROW_URL='postgres://$pgauth@$PGHOST_:$PGPORT_/$FURROW_DB?sslmode=disable'"
     echo "VISIBILITY_URL='postgres://$pgauth@$PGHOST_:$PGPORT_/$VISIBILITY_DB?sslmode=disable'"
-    echo "TEMPORAL_PORT=$TEMPORAL_PORT TEMPORAL_PPROF_PORT=$TEMPORAL_PPROF_PORT REDIS_PORT=$REDIS_PORT"
     echo "SERVES=$SERVES WORKERS=$WORKERS"
-    for i in $(seq 1 "$SERVES"); do echo "serve_${i}_PORT=$(free_port) serve_${i}_METRICS_PORT=$(free_port) serve_${i}_PPROF_PORT=$(free_port)"; done
-    for i in $(seq 1 "$WORKERS"); do echo "worker_${i}_PORT=$(free_port) worker_${i}_METRICS_PORT=$(free_port) worker_${i}_PPROF_PORT=$(free_port)"; done
+    alloc_ports "$SERVES" "$WORKERS"
   } >"$STATE"
   export -p | grep '^declare -x FURROW_' | sed 's/^declare -x /export /' >"$RUN/furrow.env" || true
   trap 'say "up failed; stopping what started"; down >&2' EXIT
@@ -474,6 +501,9 @@ status() {
     if running "$name"; then echo "$name: running (pid $(cat "$RUN/$name.pid"))"; else echo "$name: stopped"; fi
   done
 }
+
+# Sourced (by the tests of its functions), the script only defines them.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 
 case ${1:-} in
 build) temporal_bins ;;

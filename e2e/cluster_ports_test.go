@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestClusterGivesEveryListenerItsOwnPort chooses the ports of many
+// topologies the way `cluster.sh up` does, and writes each one's Temporal
+// config: no port may serve two listeners of one topology. (When free_port
+// ran in $(...), each call forgot the ports the others had handed out, and
+// about one `up` in sixty started two Temporal services on one port.)
+func TestClusterGivesEveryListenerItsOwnPort(t *testing.T) {
+	const topologies = 200
+	script := `set -euo pipefail
+source ../deploy/local/cluster.sh
+RUN=$(mktemp -d)
+trap 'rm -rf "$RUN"' EXIT
+for i in $(seq 1 ` + strconv.Itoa(topologies) + `); do
+  TAKEN=" "
+  alloc_ports 2 2 >"$RUN/state"
+  TEMPORAL_DB=t VISIBILITY_DB=v write_temporal_config
+  echo "--- topology $i"
+  cat "$RUN/state" "$RUN/temporal.yaml"
+done`
+	out, err := exec.Command("bash", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("choosing ports: %v\n%s", err, out)
+	}
+	parts := strings.Split(string(out), "--- topology ")[1:]
+	if len(parts) != topologies {
+		t.Fatalf("got %d topologies, want %d:\n%s", len(parts), topologies, out)
+	}
+	assign := regexp.MustCompile(`\b[A-Za-z_0-9]*(?:PORT|MEMBERSHIP|HTTP|GRPC)=(\d+)`)
+	yamlPort := regexp.MustCompile(`(?i)\b(?:grpcPort|membershipPort|httpPort|port): (\d+)`)
+	for _, part := range parts {
+		state, config, _ := strings.Cut(part, "log:")
+		seen := map[string]string{}
+		for _, m := range assign.FindAllStringSubmatch(state, -1) {
+			if other, dup := seen[m[1]]; dup {
+				t.Fatalf("port %s is both %s and %s:\n%s", m[1], other, m[0], part)
+			}
+			seen[m[1]] = m[0]
+		}
+		// 3 + 8 Temporal and Redis ports, 3 for each of 2 serves and 2 workers.
+		if len(seen) != 23 {
+			t.Fatalf("state assigns %d ports, want 23:\n%s", len(seen), state)
+		}
+		// Every port of the config is one the state assigned, to the same use.
+		for _, m := range yamlPort.FindAllStringSubmatch(config, -1) {
+			if _, ok := seen[m[1]]; !ok {
+				t.Fatalf("temporal.yaml listens on %s, which the state does not assign:\n%s", m[0], part)
+			}
+		}
+		if n := len(yamlPort.FindAllString(config, -1)); n != 10 {
+			t.Fatalf("temporal.yaml names %d ports, want 10 (pprof, frontend gRPC, HTTP and membership, 2 for each of 3 services):\n%s", n, config)
+		}
+	}
+}
