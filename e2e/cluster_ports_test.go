@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,5 +61,37 @@ done`
 		if n := len(yamlPort.FindAllString(config, -1)); n != 10 {
 			t.Fatalf("temporal.yaml names %d ports, want 10 (pprof, frontend gRPC, HTTP and membership, 2 for each of 3 services):\n%s", n, config)
 		}
+	}
+}
+
+// TestClusterTellsItsOwnListenerFromAnother asks cluster.sh's readiness
+// check who holds a port this test listens on: a process of the topology
+// that lost its port to another program must not count as ready.
+func TestClusterTellsItsOwnListenerFromAnother(t *testing.T) {
+	if _, err := exec.LookPath("ss"); err != nil {
+		t.Fatalf("ss (iproute2) is missing, which cluster.sh's readiness check needs to tell its listeners from others': %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	run := t.TempDir()
+	for name, pid := range map[string]int{"mine": os.Getpid(), "other": os.Getppid()} {
+		if err := os.WriteFile(filepath.Join(run, name+".pid"), []byte(strconv.Itoa(pid)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := `source ../deploy/local/cluster.sh; set +e; RUN=` + run + `
+owns mine ` + port + `; echo "mine $?"
+owns other ` + port + `; echo "other $?"
+owns missing ` + port + `; echo "missing $?"`
+	out, err := exec.Command("bash", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got, want := strings.Fields(string(out)), []string{"mine", "0", "other", "1", "missing", "1"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("owns answered %q, want %q", got, want)
 	}
 }

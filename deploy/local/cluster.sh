@@ -350,11 +350,11 @@ wait_ready() {
   for i in $(seq 1 240); do
     running "$name" || break
     case $name in
-    redis) redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && return ;;
-    temporal) (exec 3<>"/dev/tcp/127.0.0.1/$TEMPORAL_PORT") 2>/dev/null && return ;;
+    redis) redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && owns "$name" "$REDIS_PORT" && return ;;
+    temporal) (exec 3<>"/dev/tcp/127.0.0.1/$TEMPORAL_PORT") 2>/dev/null && owns "$name" "$TEMPORAL_PORT" && return ;;
     serve-*)
       local port=${name//-/_}_PORT
-      curl -fsS "http://127.0.0.1:${!port}/readyz" >/dev/null 2>&1 && return
+      curl -fsS "http://127.0.0.1:${!port}/readyz" >/dev/null 2>&1 && owns "$name" "${!port}" && return
       ;;
     worker-*) grep -q "worker started" "$RUN/logs/$name.log" 2>/dev/null && return ;;
     esac
@@ -362,6 +362,17 @@ wait_ready() {
   done
   tail -n 30 "$RUN/logs/$name.log" >&2 || true
   die "$name did not become ready"
+}
+
+# owns NAME PORT says whether the process NAME started is the one listening
+# on PORT, so that a port another program took after free_port chose it is
+# not taken for NAME being ready (NAME then fails to bind and exits). Without
+# ss (iproute2) it cannot tell, and says yes.
+owns() {
+  local pid
+  command -v ss >/dev/null || return 0
+  pid=$(cat "$RUN/$1.pid" 2>/dev/null) || return 1
+  ss -Hltnp "sport = :$2" 2>/dev/null | grep -q "pid=$pid,"
 }
 
 # running NAME says whether the process NAME started is still alive.
