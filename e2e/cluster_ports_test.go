@@ -43,6 +43,11 @@ done`
 		state, config, _ := strings.Cut(part, "log:")
 		seen := map[string]string{}
 		for _, m := range assign.FindAllStringSubmatch(state, -1) {
+			// Above the ports of the tests' own servers (loopback.FreeAddr),
+			// below Temporal's smallint membership column.
+			if p, _ := strconv.Atoi(m[1]); p < 20000 || p >= 32768 {
+				t.Fatalf("%s is outside [20000, 32768)", m[0])
+			}
 			if other, dup := seen[m[1]]; dup {
 				t.Fatalf("port %s is both %s and %s:\n%s", m[1], other, m[0], part)
 			}

@@ -63,7 +63,9 @@ TAKEN=" "
 free_port() {
   local p
   while :; do
-    # Temporal keeps membership ports in a smallint column: stay below 32768.
+    # Temporal keeps membership ports in a smallint column: stay below
+    # 32768. The end-to-end tests' own servers take ports below 20000
+    # (internal/loopback), so the two never draw the same one.
     p=$((20000 + RANDOM % 12000))
     [[ $TAKEN == *" $p "* ]] && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then

@@ -14,9 +14,15 @@ import (
 	"sync"
 )
 
-// lowestPort is the lowest port FreeAddr hands out, above the well-known
-// ports of the services a machine may run.
-const lowestPort = 10000
+// FreeAddr hands out ports from lowestPort up to, not including,
+// highestPort: above the well-known ports of the services a machine may
+// run, and below the ports deploy/local/cluster.sh draws (20000 to 31999),
+// so that a test's server and a topology started beside it never pick the
+// same port.
+const (
+	lowestPort  = 10000
+	highestPort = 20000
+)
 
 var (
 	takenMu sync.Mutex
@@ -29,7 +35,7 @@ var (
 // port of that range may be given to an outgoing connection or to a
 // listener on port 0, even of the very process that is to bind it.
 func FreeAddr() (string, error) {
-	high := ephemeralLow()
+	high := min(ephemeralLow(), highestPort)
 	for range 200 {
 		port := lowestPort + rand.IntN(high-lowestPort)
 		if addr, ok := claim(port); ok {

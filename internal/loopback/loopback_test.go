@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestFreeAddrStaysOutOfTheEphemeralRange checks that FreeAddr hands out
-// bindable loopback ports below the kernel's ephemeral range, never the
-// same one twice.
-func TestFreeAddrStaysOutOfTheEphemeralRange(t *testing.T) {
-	high := ephemeralLow()
+// TestFreeAddrStaysBelowTheClusterAndEphemeralRanges checks that FreeAddr
+// hands out bindable loopback ports below those of cluster.sh and of the
+// kernel's ephemeral range, never the same one twice.
+func TestFreeAddrStaysBelowTheClusterAndEphemeralRanges(t *testing.T) {
+	high := min(ephemeralLow(), highestPort)
 	seen := map[string]bool{}
 	for range 50 {
 		addr, err := FreeAddr()
