@@ -128,19 +128,28 @@ func TestOldPendingEventLowersOutboxFloor(t *testing.T) {
 	if err != nil || !e.Pending {
 		t.Fatalf("CreateEvent = %+v, %v", e, err)
 	}
-	if floor, _ := store.OutboxFloor(ctx, db); floor != old {
-		t.Fatalf("outbox floor %d, want lowered to %d", floor, old)
-	}
-	got, err := db.ClaimEvents(ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute})
-	if err != nil || len(got) != 1 || got[0].ID != e.ID {
-		t.Fatalf("ClaimEvents = %+v, %v; want the old event", got, err)
-	}
+	wantFloorLoweredAndClaimed(t, db, old, e.ID, "the old event")
 	if n, oldest, err := db.OutboxBacklog(ctx); err != nil || n != 1 || oldest != old {
 		t.Fatalf("OutboxBacklog = %d, %d, %v", n, oldest, err)
 	}
 	// Retention raises the floor no further than the undispatched event.
 	if floor, _ := store.RaiseOutboxFloor(ctx, db); floor != old {
 		t.Fatalf("raised floor %d past the undispatched event at %d", floor, old)
+	}
+}
+
+// wantFloorLoweredAndClaimed fails t unless the outbox floor was lowered to
+// floor, the time of the event id (named what), and a claim then finds that
+// event and no other.
+func wantFloorLoweredAndClaimed(t *testing.T, db *store.DB, floor int64, id, what string) {
+	t.Helper()
+	ctx := context.Background()
+	if got, _ := store.OutboxFloor(ctx, db); got != floor {
+		t.Fatalf("outbox floor %d, want lowered to %s's time %d", got, what, floor)
+	}
+	got, err := db.ClaimEvents(ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute})
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		t.Fatalf("ClaimEvents = %+v, %v; want %s", got, err, what)
 	}
 }
 

@@ -75,13 +75,7 @@ func TestReadingThatWaitedForItsBatchLowersTheOutboxFloor(t *testing.T) {
 	if err != nil || !ev.Pending {
 		t.Fatalf("WriteReadingLate = %+v, %v", ev, err)
 	}
-	if floor, _ := store.OutboxFloor(ctx, db); floor != late {
-		t.Fatalf("outbox floor %d, want lowered to the reading's time %d", floor, late)
-	}
-	got, err := db.ClaimEvents(ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute})
-	if err != nil || len(got) != 1 || got[0].ID != ev.ID {
-		t.Fatalf("ClaimEvents = %+v, %v; want the late reading's event", got, err)
-	}
+	wantFloorLoweredAndClaimed(t, db, late, ev.ID, "the late reading's event")
 	// A reading stamped within RecentEvent leaves the floor alone.
 	clock.Advance(time.Hour)
 	raised, _ = store.RaiseOutboxFloor(ctx, db)

@@ -82,25 +82,16 @@ TEMPORAL_SERVICE_PORTS="FRONTEND_MEMBERSHIP FRONTEND_HTTP HISTORY_GRPC HISTORY_M
   MATCHING_GRPC MATCHING_MEMBERSHIP WORKER_GRPC WORKER_MEMBERSHIP"
 
 # alloc_ports SERVES WORKERS chooses every port of the topology, each once,
-# and prints the state file's assignments of them. Call it in this shell
-# (a redirection is fine, $(...) is not): see free_port.
+# and prints the state file's assignments of them, one a line. Call it in
+# this shell (a redirection is fine, $(...) is not): see free_port.
 alloc_ports() {
-  local serves=$1 workers=$2 name v n line
-  for v in TEMPORAL_PORT TEMPORAL_PPROF_PORT REDIS_PORT $TEMPORAL_SERVICE_PORTS; do
-    free_port "$v"
+  local name vars="TEMPORAL_PORT TEMPORAL_PPROF_PORT REDIS_PORT $TEMPORAL_SERVICE_PORTS" v
+  for name in $(seq -f "serve_%g" 1 "$1") $(seq -f "worker_%g" 1 "$2"); do
+    vars+=" ${name}_PORT ${name}_METRICS_PORT ${name}_PPROF_PORT"
   done
-  echo "TEMPORAL_PORT=$TEMPORAL_PORT TEMPORAL_PPROF_PORT=$TEMPORAL_PPROF_PORT REDIS_PORT=$REDIS_PORT"
-  line=
-  for v in $TEMPORAL_SERVICE_PORTS; do line+="$v=${!v} "; done
-  echo "${line% }"
-  for name in $(seq -f "serve_%g" 1 "$serves") $(seq -f "worker_%g" 1 "$workers"); do
-    line=
-    for v in PORT METRICS_PORT PPROF_PORT; do
-      n=${name}_$v
-      free_port "$n"
-      line+="$n=${!n} "
-    done
-    echo "${line% }"
+  for v in $vars; do
+    free_port "$v"
+    echo "$v=${!v}"
   done
 }
 
