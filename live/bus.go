@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/furrowhq/furrow"
+	"github.com/google/uuid"
 )
 
 const (
@@ -34,6 +35,9 @@ const (
 type transport interface {
 	// send publishes a batch in order. It is called from one goroutine.
 	send(ctx context.Context, batch []message) error
+	// wants reports whether messages of farm may have a subscriber
+	// anywhere; those that cannot are not sent.
+	wants(farm uuid.UUID) bool
 	// watch makes messages of topic reach the local hub and returns a
 	// channel closed once they do. Calls are serialised by the Bus.
 	watch(topic string) <-chan struct{}
@@ -79,14 +83,20 @@ func newBus(h *hub, tr transport, queue int, linger time.Duration, log *slog.Log
 }
 
 // Publish queues a reading for its two topics. It never blocks and never
-// fails: when the queue is full the reading is dropped and counted.
-func (b *Bus) Publish(r furrow.LiveReading) { b.enqueue(message{reading: r}) }
+// fails: when the queue is full the reading is dropped and counted. A
+// reading of a farm that no socket watches is counted as published and
+// goes no further.
+func (b *Bus) Publish(r furrow.LiveReading) { b.enqueue(r.FarmID, message{reading: r}) }
 
 // PublishEvent queues a farm event for its farm's events topic, as Publish
 // does.
-func (b *Bus) PublishEvent(e furrow.Event) { b.enqueue(message{event: &e}) }
+func (b *Bus) PublishEvent(e furrow.Event) { b.enqueue(e.FarmID, message{event: &e}) }
 
-func (b *Bus) enqueue(m message) {
+func (b *Bus) enqueue(farm uuid.UUID, m message) {
+	if !b.tr.wants(farm) {
+		b.published.Add(1)
+		return
+	}
 	select {
 	case b.queue <- m:
 	default:

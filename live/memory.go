@@ -3,6 +3,8 @@ package live
 import (
 	"context"
 	"log/slog"
+
+	"github.com/google/uuid"
 )
 
 // NewMemoryBus returns a Bus that delivers within this process only: for a
@@ -29,6 +31,9 @@ func (m memoryTransport) send(_ context.Context, batch []message) error {
 	}
 	return nil
 }
+
+// wants is always true: the hub finds a message's sinks as cheaply.
+func (memoryTransport) wants(uuid.UUID) bool { return true }
 
 func (memoryTransport) watch(string) <-chan struct{} { return ready }
 func (memoryTransport) unwatch(string)               {}

@@ -1,0 +1,20 @@
+package live
+
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NewRedisBusPolling is NewRedisBus with the subscriptions polled every
+// poll, so tests see pruning quickly.
+func NewRedisBusPolling(client redis.UniversalClient, prefix string, poll time.Duration) *Bus {
+	return newRedisBus(client, prefix, nil, poll)
+}
+
+// KnowsWatchedFarms reports whether a Redis bus knows which farms are
+// watched, and so sends only their messages.
+func KnowsWatchedFarms(b *Bus) bool {
+	t, ok := b.tr.(*redisTransport)
+	return ok && t.in.known.Load() != nil
+}
