@@ -16,7 +16,9 @@ import (
 // requests scored by their arrival in milliseconds. Time comes from Redis
 // itself so that every instance agrees on it. It decides for each key in
 // turn (a key may repeat) and returns a pair per key: {1, 0} when the request
-// is accepted, {0, retry_after_ms} when it is not.
+// is accepted, {0, retry_after_ms} when it is not. Entries older than the
+// window are trimmed only when the set is full: fewer than limit entries
+// in all means fewer in the window, and a set never holds more than limit.
 var slidingWindow = redis.NewScript(`
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -24,8 +26,12 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {}
 for i, key in ipairs(KEYS) do
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-  if redis.call('ZCARD', key) < limit then
+  local n = redis.call('ZCARD', key)
+  if n >= limit then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    n = redis.call('ZCARD', key)
+  end
+  if n < limit then
     redis.call('ZADD', key, now, ARGV[2 + i])
     redis.call('PEXPIRE', key, window)
     out[#out + 1] = 1

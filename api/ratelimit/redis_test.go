@@ -175,3 +175,32 @@ func TestRedisAllowEndsWithItsContext(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestRedisSetHoldsAtMostTheLimit checks the memory bound of the lazy
+// trim: a key's set never holds more than the limit, and a full set whose
+// entries left the window is trimmed by the next request.
+func TestRedisSetHoldsAtMostTheLimit(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := testPrefix(t)
+	const window = 300 * time.Millisecond
+	l := NewRedis(c, 3, window, prefix)
+	size := func() int64 {
+		n, err := c.ZCard(context.Background(), prefix+"k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 3 {
+		allowed(t, l, "k", "a request under the limit")
+	}
+	refused(t, l, "k", "a request over the limit", window)
+	if n := size(); n != 3 {
+		t.Fatalf("set holds %d after 3 accepted and 1 refused, want 3", n)
+	}
+	time.Sleep(window + 50*time.Millisecond)
+	allowed(t, l, "k", "a request once the window passed")
+	if n := size(); n != 1 {
+		t.Fatalf("set holds %d after the full window aged out and one more was accepted, want 1", n)
+	}
+}
