@@ -18,3 +18,9 @@ func KnowsWatchedFarms(b *Bus) bool {
 	t, ok := b.tr.(*redisTransport)
 	return ok && t.in.known.Load() != nil
 }
+
+// ControlSubscriptions returns how many times a Redis bus's control
+// subscription was confirmed: 1 after the start, one more per reconnect.
+func ControlSubscriptions(b *Bus) uint64 {
+	return b.tr.(*redisTransport).in.generation()
+}

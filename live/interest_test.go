@@ -137,14 +137,7 @@ func TestRedisBusNewWatcherMissesNothing(t *testing.T) {
 // the watched farms again, and a socket watching on another process still
 // gets its readings.
 func TestRedisBusRelearnsAfterReconnect(t *testing.T) {
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "furrow-live-" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	opt.ClientName = name
-	pubClient := redis.NewClient(opt)
-	t.Cleanup(func() { _ = pubClient.Close() })
+	pubClient, name := namedClient(t)
 	admin := testenv.Redis(t)
 	prefix := testPrefix()
 	pub := redisBus(t, pubClient, prefix)
@@ -158,18 +151,13 @@ func TestRedisBusRelearnsAfterReconnect(t *testing.T) {
 	pub.Publish(reading(farm, uuid.New(), 1, "before"))
 	receive(t, sink, "before")
 
-	old := pubsubClientIDs(t, admin, name)
-	if len(old) != 1 {
-		t.Fatalf("pubsub connections named %s: %v, want one", name, old)
+	if n := live.ControlSubscriptions(pub); n != 1 {
+		t.Fatalf("control subscription confirmed %d times before the reconnect, want 1", n)
 	}
-	if err := admin.Do(context.Background(), "CLIENT", "KILL", "ID", old[0]).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "a new subscriber connection", func() bool {
-		ids := pubsubClientIDs(t, admin, name)
-		return len(ids) == 1 && ids[0] != old[0]
+	killSubscriber(t, admin, name, func() bool { return true })
+	waitFor(t, "the reconnect noticed and the watched farms read again", func() bool {
+		return live.ControlSubscriptions(pub) == 2 && live.KnowsWatchedFarms(pub)
 	})
-	knowing(t, pub)
 	pub.Publish(reading(farm, uuid.New(), 1, "after"))
 	receive(t, sink, "after")
 }

@@ -91,14 +91,7 @@ func TestRedisSubscribesExactlyWhatSocketsWant(t *testing.T) {
 // the real Redis, as a Redis restart would, and checks that the
 // subscription comes back and messages flow again.
 func TestRedisResubscribesAfterDisconnect(t *testing.T) {
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "furrow-live-" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	opt.ClientName = name
-	subClient := redis.NewClient(opt)
-	t.Cleanup(func() { _ = subClient.Close() })
+	subClient, name := namedClient(t)
 	admin := testenv.Redis(t)
 	prefix := testPrefix()
 	pub := redisBus(t, admin, prefix)
@@ -112,6 +105,33 @@ func TestRedisResubscribesAfterDisconnect(t *testing.T) {
 		t.Fatalf("got %+v", m)
 	}
 
+	killSubscriber(t, admin, name, func() bool { return numSub(t, admin, prefix+topic.String()) == 1 })
+
+	pub.Publish(reading(w.farmA, uuid.New(), 220, "after"))
+	if m := read(t, c); m.Value != "after" {
+		t.Fatalf("after reconnect got %+v", m)
+	}
+}
+
+// namedClient returns a client of the test Redis whose connections carry
+// a name no other test uses, and that name.
+func namedClient(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.ClientName = "furrow-live-" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, opt.ClientName
+}
+
+// killSubscriber kills the one subscriber connection named name, as a
+// Redis restart would, and waits until another replaces it and also is
+// true.
+func killSubscriber(t *testing.T, admin *redis.Client, name string, also func() bool) {
+	t.Helper()
 	old := pubsubClientIDs(t, admin, name)
 	if len(old) != 1 {
 		t.Fatalf("pubsub connections named %s: %v, want one", name, old)
@@ -121,13 +141,8 @@ func TestRedisResubscribesAfterDisconnect(t *testing.T) {
 	}
 	waitFor(t, "a new subscriber connection", func() bool {
 		ids := pubsubClientIDs(t, admin, name)
-		return len(ids) == 1 && ids[0] != old[0] && numSub(t, admin, prefix+topic.String()) == 1
+		return len(ids) == 1 && ids[0] != old[0] && also()
 	})
-
-	pub.Publish(reading(w.farmA, uuid.New(), 220, "after"))
-	if m := read(t, c); m.Value != "after" {
-		t.Fatalf("after reconnect got %+v", m)
-	}
 }
 
 // pubsubClientIDs lists the ids of the connections named name that
