@@ -71,6 +71,9 @@ type IngestResult struct {
 	// "furrow" (the server, when its pid is known), "postgres", "redis"
 	// and "bench" (the load generator).
 	CPU map[string]float64 `json:"cpu_s,omitempty"`
+	// RedisCommands is what Redis counted of each command during the
+	// load, when the run knows its Redis (IngestConfig.RedisURL).
+	RedisCommands map[string]RedisCommand `json:"redis_commands,omitempty"`
 	// HTTPCeiling is the ceiling measured in turns with the load, when
 	// IngestConfig.HTTPCeiling asks for it.
 	HTTPCeiling *CeilingResult `json:"-"`
@@ -227,17 +230,21 @@ func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 		defer c.close()
 		ceiling, turns = c, ceilingTurns
 	}
+	rm := newRedisMeter(cfg.RedisURL)
+	defer rm.close()
 	slice := cfg.Duration / time.Duration(turns)
 	for range turns {
 		if ceiling != nil {
 			ceilings.run(ctx, ceiling, slice)
 		}
+		cmds := rm.read(ctx)
 		cpu, groups := startCPU(pid), startGroupCPUWith(pid)
 		p := newPace(slice, cfg.Rate)
 		t := runLoad(ctx, cfg.Concurrency, p, do)
 		r.Elapsed += time.Since(p.start)
 		r.ServerCPU += cpu.stop()
 		r.CPU = addCPU(r.CPU, groups.stop())
+		r.RedisCommands = addCommandDelta(r.RedisCommands, cmds, rm.read(ctx))
 		base.Add(t.failures)
 		for _, n := range t.status {
 			base.Add(n)

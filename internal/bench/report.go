@@ -31,6 +31,7 @@ func (r IngestResult) Print(w io.Writer) {
 	if r.Memory != nil {
 		fmt.Fprintf(w, "  server memory: rss %s (anonymous %s), peak %s\n", mib(r.Memory.RSS), mib(r.Memory.Anon), mib(r.Memory.Peak))
 	}
+	printRedisCommands(w, r.RedisCommands, r.Created())
 }
 
 // Check reports a broken guarantee: a 5xx, a request without an answer, or

@@ -105,7 +105,10 @@ func TestSmokeIngest(t *testing.T) {
 			} `json:"memory"`
 			Started string             `json:"started_server"`
 			CPU     map[string]float64 `json:"cpu_s"`
-			Warmup  struct {
+			Redis   map[string]struct {
+				Calls int64 `json:"calls"`
+			} `json:"redis_commands"`
+			Warmup struct {
 				Requests int64            `json:"requests"`
 				Status   map[string]int64 `json:"status"`
 			} `json:"warmup"`
@@ -154,6 +157,9 @@ func TestSmokeIngest(t *testing.T) {
 	}
 	if in.CPU["furrow"] <= 0 || in.CPU["postgres"] <= 0 {
 		t.Errorf("CPU by process group %v; want the server's and PostgreSQL's", in.CPU)
+	}
+	if in.Redis["evalsha"].Calls <= 0 {
+		t.Errorf("Redis commands %v; want the rate limiter's script calls counted", in.Redis)
 	}
 	if in.Started != "furrow serve" || in.Memory.RSS <= 0 {
 		t.Errorf("server %q, memory %d", in.Started, in.Memory.RSS)

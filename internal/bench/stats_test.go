@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -126,5 +127,20 @@ func TestWhyTellsCPUBoundFromNot(t *testing.T) {
 	printWhy(&out, Backlog{Offered: 100}, bound, 3040)
 	if out.Len() != 0 {
 		t.Errorf("printed %q for a flat backlog", out.String())
+	}
+}
+
+// TestRedisCommandDeltas parses INFO commandstats and keeps, per command,
+// what the second reading counted beyond the first.
+func TestRedisCommandDeltas(t *testing.T) {
+	before := parseCommandStats("# Commandstats\r\ncmdstat_evalsha:calls=10,usec=500,usec_per_call=50.00,rejected_calls=0,failed_calls=0\r\ncmdstat_ping:calls=3,usec=3,usec_per_call=1.00\r\n")
+	after := parseCommandStats("# Commandstats\r\ncmdstat_evalsha:calls=14,usec=700,usec_per_call=50.00,rejected_calls=0,failed_calls=0\r\ncmdstat_ping:calls=3,usec=3,usec_per_call=1.00\r\ncmdstat_publish:calls=2,usec=1,usec_per_call=0.50\r\n")
+	got := addCommandDelta(map[string]RedisCommand{"evalsha": {Calls: 1, Usec: 10}}, before, after)
+	want := map[string]RedisCommand{"evalsha": {Calls: 5, Usec: 210}, "publish": {Calls: 2, Usec: 1}}
+	if !maps.Equal(got, want) {
+		t.Fatalf("deltas %v, want %v", got, want)
+	}
+	if got := addCommandDelta(nil, nil, after); got != nil {
+		t.Fatalf("a missing reading gave %v, want nothing", got)
 	}
 }
