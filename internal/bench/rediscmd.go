@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/furrowhq/furrow/internal/redisclient"
 )
 
 // RedisCommand is what Redis spent on one command over a run, by its own
@@ -31,11 +33,11 @@ func newRedisMeter(url string) *redisMeter {
 	if url == "" {
 		return nil
 	}
-	opt, err := redis.ParseURL(url)
+	c, err := redisclient.Open(url, redisclient.Options{ConnectTimeout: 5 * time.Second, DeadConnTimeout: 10 * time.Second})
 	if err != nil {
 		return nil
 	}
-	return &redisMeter{c: redis.NewClient(opt)}
+	return &redisMeter{c: c}
 }
 
 func (m *redisMeter) close() {
