@@ -176,7 +176,8 @@ func (in *interest) acked(nonce string) {
 	}
 }
 
-func (in *interest) done(nonce string) {
+// release forgets an announcement once its waiting is over.
+func (in *interest) release(nonce string) {
 	in.mu.Lock()
 	delete(in.waits, nonce)
 	in.mu.Unlock()
@@ -284,7 +285,7 @@ func (t *redisTransport) announceOnce(farm uuid.UUID) {
 func (t *redisTransport) announce(farm uuid.UUID) {
 	nonce := uuid.NewString()
 	w := t.in.expect(nonce)
-	defer t.in.done(nonce)
+	defer t.in.release(nonce)
 	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
 	defer cancel()
 	n, err := t.client.Publish(ctx, t.prefix+interestChannel, farm.String()+" "+t.id+" "+nonce).Result()
