@@ -18,12 +18,19 @@ import (
 
 // Cost is what a run cost the machine, from the start of its load to the
 // end of its drain: the CPU seconds of each group of processes (see
-// cpuGroups; "machine" is the busy time of every CPU, whatever ran), and,
-// when PostgreSQL has pg_stat_statements loaded, its statements by
-// database. Comparing the costs of the bare engine's run and Furrow's
-// shows where Furrow's own work goes.
+// cpuGroups; "machine" is the busy time of every CPU, whatever ran),
+// PostgreSQL's split by database, and, when PostgreSQL has
+// pg_stat_statements loaded, its statements by database. Comparing the
+// costs of the bare engine's run and Furrow's shows where Furrow's own
+// work goes.
 type Cost struct {
 	CPU map[string]float64 `json:"cpu_s"`
+	// Postgres is CPU["postgres"] by the database of each connection
+	// (otherBackends: the rest), which tells the work of Furrow's own
+	// database from that of Temporal's in the same PostgreSQL.
+	Postgres map[string]float64 `json:"postgres_cpu_s,omitempty"`
+	// FurrowDatabase is the database of the server under test.
+	FurrowDatabase string `json:"furrow_database,omitempty"`
 	// Wall is the time measured and Cores the machine's CPUs, so that the
 	// machine's busy share can be told.
 	Wall       float64         `json:"wall_s"`
@@ -51,6 +58,7 @@ type StatementCost struct {
 type costMeter struct {
 	databaseURL string
 	statements  bool // pg_stat_statements is loaded and was reset
+	backends    map[int]string
 	cpu         *groupCPU
 	busy        time.Duration
 	began       time.Time
@@ -61,14 +69,21 @@ type costMeter struct {
 func startCost(ctx context.Context, databaseURL string, server int) *costMeter {
 	m := &costMeter{databaseURL: databaseURL}
 	m.statements = resetStatements(ctx, databaseURL) == nil
+	m.backends = pgBackends(ctx, databaseURL)
 	m.cpu, m.busy, m.began = startGroupCPUWith(server), machineBusy(), time.Now()
 	return m
 }
 
 // stop returns the cost since start.
 func (m *costMeter) stop(ctx context.Context) Cost {
-	c := Cost{CPU: m.cpu.stop(), Wall: time.Since(m.began).Seconds(), Cores: runtime.NumCPU()}
+	procs := m.cpu.stopEach()
+	c := Cost{CPU: byGroup(procs), Wall: time.Since(m.began).Seconds(), Cores: runtime.NumCPU()}
 	c.CPU["machine"] = (machineBusy() - m.busy).Seconds()
+	// A connection may have opened, or ended, since the start.
+	if backends := pgBackends(ctx, m.databaseURL); backends != nil || m.backends != nil {
+		c.Postgres = postgresByDatabase(procs, mergeBackends(m.backends, backends))
+		c.FurrowDatabase = databaseName(m.databaseURL)
+	}
 	if m.statements {
 		c.Databases, c.Statements, _ = readStatements(ctx, m.databaseURL)
 	}
@@ -174,6 +189,7 @@ func (c Cost) Print(w io.Writer, deliveries int64) {
 		}
 	}
 	fmt.Fprintf(w, "  CPU per delivery: machine %.2f ms (%s)\n", per(c.CPU["machine"]), strings.Join(parts, ", "))
+	c.printPostgres(w, deliveries)
 	for _, d := range c.Databases {
 		fmt.Fprintf(w, "  statements in %s: %.1f calls, %.2f ms of execution per delivery\n",
 			d.Database, float64(d.Calls)/float64(deliveries), d.ExecMs/float64(deliveries))

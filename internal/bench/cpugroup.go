@@ -42,13 +42,26 @@ func startGroupCPUWith(server int) *groupCPU {
 // parent reaps it: PostgreSQL's backends then count in the postmaster's
 // figure with all the CPU they ever used.
 func (g *groupCPU) stop() map[string]float64 {
-	out := map[string]float64{}
-	for pid, p := range readGroupCPU(g.server) {
-		used := p.cpu
+	return byGroup(g.stopEach())
+}
+
+// stopEach is stop for each process alive at the end, by pid.
+func (g *groupCPU) stopEach() map[int]procCPU {
+	out := readGroupCPU(g.server)
+	for pid, p := range out {
 		if b, ok := g.begin[pid]; ok && b.group == p.group {
-			used -= b.cpu
+			p.cpu -= b.cpu
+			out[pid] = p
 		}
-		out[p.group] += used.Seconds()
+	}
+	return out
+}
+
+// byGroup sums each group's CPU seconds.
+func byGroup(procs map[int]procCPU) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range procs {
+		out[p.group] += p.cpu.Seconds()
 	}
 	return out
 }

@@ -192,7 +192,9 @@ func TestSmokeDelivery(t *testing.T) {
 			CPU  float64 `json:"machine_cpu"`
 		} `json:"vs_engine"`
 		Cost struct {
-			CPU map[string]float64 `json:"cpu_s"`
+			CPU      map[string]float64 `json:"cpu_s"`
+			Postgres map[string]float64 `json:"postgres_cpu_s"`
+			Database string             `json:"furrow_database"`
 		} `json:"cost"`
 		Load     [3]float64        `json:"load_average"`
 		Settings map[string]string `json:"postgres_settings"`
@@ -224,6 +226,11 @@ func TestSmokeDelivery(t *testing.T) {
 	// tests' among them, count with all the CPU they ever used.)
 	if c := r.Cost.CPU; c["machine"] <= 0 || c["furrow"] <= 0 || c["postgres"] <= 0 || c["furrow"] > c["machine"]*1.05 {
 		t.Errorf("cost %v; want the machine's busy CPU, furrow's within it, and postgres's", c)
+	}
+	// PostgreSQL's CPU split by database names the server's own, whose
+	// connections stored and dispatched every reading.
+	if db := r.Cost.Database; db == "" || r.Cost.Postgres[db] <= 0 {
+		t.Errorf("PostgreSQL CPU by database %v, Furrow's database %q; want Furrow's own work counted", r.Cost.Postgres, db)
 	}
 	if r.Settings["max_connections"] == "" || r.Load == [3]float64{} {
 		t.Errorf("load %v, settings %v; want the machine's load and PostgreSQL's settings", r.Load, r.Settings)
