@@ -199,26 +199,32 @@ func (c Cost) Print(w io.Writer, deliveries int64) {
 	}
 }
 
-// cpuBound is the machine's busy share above which a run is taken to be
-// held back by the CPU.
+// cpuBound is the share of the machine's CPU above which a run is taken
+// to be held back by it: measured busy, or needed by the offered rate at
+// the measured cost per delivery. Processes fall behind before every core
+// is full, so a run whose offered rate needs 90% of the cores is at the
+// limit even when it measured less busy.
 const cpuBound = 0.9
 
 // why says, for a run whose backlog grew at the offered rate, whether the
 // machine's CPU was the limit and, if so, about how many deliveries a
-// second the machine holds at this cost; "" when the CPU was not measured.
+// second the machine holds at this cost and what share of it the offered
+// rate needs; "" when the CPU was not measured.
 func (c Cost) why(deliveries int64, offered float64) string {
 	machine := c.CPU["machine"]
 	if deliveries <= 0 || machine <= 0 || c.Wall <= 0 || c.Cores <= 0 {
 		return ""
 	}
 	busy := machine / (c.Wall * float64(c.Cores))
-	if busy < cpuBound {
-		return fmt.Sprintf("not the machine's CPU (%.0f%% busy over %d cores): look at the outbox rows above (the dispatchers' starts), "+
-			"Temporal's and PostgreSQL's logs, and the connection budget (docs/operating/production.md)", 100*busy, c.Cores)
-	}
 	per := machine / float64(deliveries)
+	need := per * offered / float64(c.Cores)
+	if busy < cpuBound && need < cpuBound {
+		return fmt.Sprintf("not the machine's CPU (%.0f%% busy over %d cores, %.0f%% needed by the offered rate): look at the outbox rows above (the dispatchers' starts), "+
+			"Temporal's and PostgreSQL's logs, and the connection budget (docs/operating/production.md)", 100*busy, c.Cores, 100*need)
+	}
 	return fmt.Sprintf("the machine's CPU: %.0f%% busy over %d cores at %.2f ms of it per delivery, every process counted, "+
-		"so this machine holds about %.0f deliveries/s, below the %.0f/s offered", 100*busy, c.Cores, 1000*per, float64(c.Cores)/per, offered)
+		"so this machine holds about %.0f deliveries/s at most, and the %.0f/s offered needs %.0f%% of it",
+		100*busy, c.Cores, 1000*per, float64(c.Cores)/per, offered, 100*need)
 }
 
 // loadAverage reads the machine's load average (Linux only; zeros

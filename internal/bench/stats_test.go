@@ -108,11 +108,18 @@ func TestWhyTellsCPUBoundFromNot(t *testing.T) {
 	// 2 cores busy 95% of 40 s for 3,040 deliveries: 25 ms each, 80/s.
 	bound := Cost{CPU: map[string]float64{"machine": 76}, Wall: 40, Cores: 2}
 	why := bound.why(3040, 100)
-	if !strings.Contains(why, "95% busy over 2 cores") || !strings.Contains(why, "holds about 80 deliveries/s, below the 100/s offered") {
+	if !strings.Contains(why, "95% busy over 2 cores") || !strings.Contains(why, "holds about 80 deliveries/s at most, and the 100/s offered needs 125% of it") {
 		t.Errorf("CPU-bound run: %q", why)
 	}
+	// 86% busy over 34.5 s for 4,500 deliveries at 150/s: 13.2 ms each,
+	// so the offered rate needs 99% of the cores. The machine is at its
+	// limit although it measured under 90% busy.
+	nearFull := Cost{CPU: map[string]float64{"machine": 59.4}, Wall: 34.535, Cores: 2}
+	if why := nearFull.why(4500, 150); !strings.HasPrefix(why, "the machine's CPU: 86% busy") || !strings.Contains(why, "the 150/s offered needs 99% of it") {
+		t.Errorf("near-full run: %q", why)
+	}
 	idle := Cost{CPU: map[string]float64{"machine": 40}, Wall: 40, Cores: 2}
-	if why := idle.why(3040, 100); !strings.HasPrefix(why, "not the machine's CPU (50% busy") {
+	if why := idle.why(3040, 100); !strings.HasPrefix(why, "not the machine's CPU (50% busy over 2 cores, 66% needed by the offered rate)") {
 		t.Errorf("half-idle run: %q", why)
 	}
 	if why := (Cost{}).why(3040, 100); why != "" {
