@@ -88,6 +88,9 @@ type EngineRatio struct {
 	// CPU is the machine's busy CPU per delivery, Furrow's run over the
 	// engine's: above 1, the share of Furrow's own work.
 	CPU float64 `json:"machine_cpu"`
+	// Extra is where Furrow's extra CPU per delivery goes, in ms: Furrow's
+	// run's figure less the engine's for each share (see costShares).
+	Extra map[string]float64 `json:"extra_ms_per_delivery,omitempty"`
 }
 
 // vsEngine compares r with e.
@@ -99,10 +102,11 @@ func vsEngine(r DeliveryResult, e EngineResult) *EngineRatio {
 		return a / b
 	}
 	return &EngineRatio{
-		Rate: div(r.PerSecond, e.PerSecond),
-		P50:  div(float64(r.Latency.P50), float64(e.Latency.P50)),
-		P99:  div(float64(r.Latency.P99), float64(e.Latency.P99)),
-		CPU:  div(div(r.Cost.CPU["machine"], float64(r.Delivered)), div(e.Cost.CPU["machine"], float64(e.Delivered))),
+		Rate:  div(r.PerSecond, e.PerSecond),
+		P50:   div(float64(r.Latency.P50), float64(e.Latency.P50)),
+		P99:   div(float64(r.Latency.P99), float64(e.Latency.P99)),
+		CPU:   div(div(r.Cost.CPU["machine"], float64(r.Delivered)), div(e.Cost.CPU["machine"], float64(e.Delivered))),
+		Extra: extraOverEngine(r.Cost.shares(r.Delivered), e.Cost.shares(e.Delivered)),
 	}
 }
 

@@ -107,3 +107,91 @@ func mergeBackends(earlier, later map[int]string) map[int]string {
 	maps.Copy(out, later)
 	return out
 }
+
+// Shares of a run's CPU per delivery, as costShares names them.
+const (
+	shareMachine        = "machine"
+	shareFurrowDatabase = "postgres_furrow"
+	shareOtherDatabases = "postgres_other"
+	sharePostgres       = "postgres" // when no split by database was read
+	shareProcesses      = "processes"
+	shareTemporal       = "temporal"
+	shareRedis          = "redis"
+	shareRest           = "rest"
+)
+
+// shares is c per delivery, in ms, by share: the machine's busy CPU;
+// PostgreSQL's in Furrow's database and in the others (or whole, without
+// the split); the furrow and bench processes together, since the bare
+// engine's worker runs in the bench; the Temporal server; Redis; and the
+// rest of the machine's (the kernel's work charged to no process, other
+// processes). Nil when nothing was delivered or measured.
+func (c Cost) shares(deliveries int64) map[string]float64 {
+	if deliveries <= 0 || len(c.CPU) == 0 {
+		return nil
+	}
+	per := 1000 / float64(deliveries)
+	m := map[string]float64{
+		shareMachine:   c.CPU["machine"] * per,
+		shareProcesses: (c.CPU["furrow"] + c.CPU["bench"]) * per,
+		shareTemporal:  c.CPU["temporal"] * per,
+		shareRedis:     c.CPU["redis"] * per,
+	}
+	if len(c.Postgres) > 0 {
+		own := c.Postgres[c.FurrowDatabase]
+		m[shareFurrowDatabase] = own * per
+		m[shareOtherDatabases] = (c.CPU["postgres"] - own) * per
+	} else {
+		m[sharePostgres] = c.CPU["postgres"] * per
+	}
+	rest := m[shareMachine]
+	for k, v := range m {
+		if k != shareMachine {
+			rest -= v
+		}
+	}
+	m[shareRest] = rest
+	return m
+}
+
+// extraOverEngine is furrow less engine, share by share; nil unless both
+// were measured with the same shares.
+func extraOverEngine(furrow, engine map[string]float64) map[string]float64 {
+	if furrow == nil || engine == nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for k, v := range furrow {
+		e, ok := engine[k]
+		if !ok {
+			return nil
+		}
+		out[k] = v - e
+	}
+	return out
+}
+
+// shareNames says each share for people, in the order printed.
+var shareNames = []struct{ key, name string }{
+	{shareFurrowDatabase, "PostgreSQL in Furrow's database"},
+	{shareOtherDatabases, "PostgreSQL in the other databases"},
+	{sharePostgres, "PostgreSQL"},
+	{shareProcesses, "furrow and bench processes"},
+	{shareTemporal, "Temporal server"},
+	{shareRedis, "Redis"},
+	{shareRest, "the rest"},
+}
+
+// printExtra writes where Furrow's extra CPU per delivery went.
+func printExtra(w io.Writer, extra map[string]float64) {
+	if len(extra) == 0 {
+		return
+	}
+	var parts []string
+	for _, s := range shareNames {
+		if v, ok := extra[s.key]; ok {
+			parts = append(parts, fmt.Sprintf("%s %+.2f", s.name, v))
+		}
+	}
+	fmt.Fprintf(w, "  Furrow's CPU per delivery over the engine's, ms: machine %+.2f = %s\n", extra[shareMachine], strings.Join(parts, ", "))
+}

@@ -44,3 +44,43 @@ func TestCostPrintsPostgresByDatabaseMarkingFurrows(t *testing.T) {
 		t.Errorf("printed\n%s\nwant a line with %q", b.String(), want)
 	}
 }
+
+func TestExtraOverEngineSplitsTheDifference(t *testing.T) {
+	// 1,000 deliveries each. Furrow's run: its database 2 s, Temporal's
+	// 5 s; the engine's: 4.5 s in Temporal's databases, its worker in the
+	// bench.
+	furrow := Cost{
+		CPU:            map[string]float64{"machine": 22, "furrow": 4, "bench": 1, "postgres": 7.1, "temporal": 7, "redis": 0.2},
+		Postgres:       map[string]float64{"furrow_db": 2, "temporal": 4, "visibility": 1, otherBackends: 0.1},
+		FurrowDatabase: "furrow_db",
+	}
+	engine := Cost{
+		CPU:            map[string]float64{"machine": 17, "furrow": 0.1, "bench": 2.7, "postgres": 4.6, "temporal": 7.5, "redis": 0.05},
+		Postgres:       map[string]float64{"furrow_db": 0.05, "temporal": 3.5, "visibility": 1, otherBackends: 0.05},
+		FurrowDatabase: "furrow_db",
+	}
+	extra := extraOverEngine(furrow.shares(1000), engine.shares(1000))
+	want := map[string]float64{
+		shareMachine: 5, shareFurrowDatabase: 1.95, shareOtherDatabases: 0.55, shareProcesses: 2.2,
+		shareTemporal: -0.5, shareRedis: 0.15, shareRest: 0.65,
+	}
+	for k, v := range want {
+		if d := extra[k] - v; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s: %+.3f ms, want %+.3f (all: %v)", k, extra[k], v, extra)
+		}
+	}
+	if len(extra) != len(want) {
+		t.Errorf("shares %v, want exactly %v", extra, want)
+	}
+	var b bytes.Buffer
+	printExtra(&b, extra)
+	line := "Furrow's CPU per delivery over the engine's, ms: machine +5.00 = PostgreSQL in Furrow's database +1.95, " +
+		"PostgreSQL in the other databases +0.55, furrow and bench processes +2.20, Temporal server -0.50, Redis +0.15, the rest +0.65"
+	if !strings.Contains(b.String(), line) {
+		t.Errorf("printed %q, want %q", b.String(), line)
+	}
+	// A run without the split by database cannot be set against one with it.
+	if got := extraOverEngine(Cost{CPU: furrow.CPU}.shares(1000), engine.shares(1000)); got != nil {
+		t.Errorf("mixed shares compared: %v", got)
+	}
+}

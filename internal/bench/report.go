@@ -75,6 +75,7 @@ func (r DeliveryResult) Print(w io.Writer) {
 		r.Engine.Print(w)
 		fmt.Fprintf(w, "furrow vs bare engine: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's; machine CPU per delivery %.2fx the engine's\n",
 			r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU)
+		printExtra(w, r.VsEngine.Extra)
 	}
 }
 

@@ -187,9 +187,10 @@ func TestSmokeDelivery(t *testing.T) {
 			Latency   summary `json:"delivery_latency"`
 		} `json:"engine"`
 		VsEngine struct {
-			Rate float64 `json:"rate"`
-			P50  float64 `json:"latency_p50"`
-			CPU  float64 `json:"machine_cpu"`
+			Rate  float64            `json:"rate"`
+			P50   float64            `json:"latency_p50"`
+			CPU   float64            `json:"machine_cpu"`
+			Extra map[string]float64 `json:"extra_ms_per_delivery"`
 		} `json:"vs_engine"`
 		Cost struct {
 			CPU      map[string]float64 `json:"cpu_s"`
@@ -219,6 +220,11 @@ func TestSmokeDelivery(t *testing.T) {
 	e.Latency.check(t, "bare engine", e.Started)
 	if r.VsEngine.Rate <= 0 || r.VsEngine.P50 <= 0 || r.VsEngine.CPU <= 0 {
 		t.Errorf("vs engine %+v; want the rate, latency and CPU ratios", r.VsEngine)
+	}
+	// Where Furrow's extra CPU went: the engine's run stores nothing in
+	// Furrow's database, Furrow's run stores every reading there.
+	if x := r.VsEngine.Extra; len(x) == 0 || x["postgres_furrow"] <= 0 {
+		t.Errorf("extra CPU per delivery %v; want Furrow's own database work in it", x)
 	}
 	// The run's cost: the machine's CPU, and the server's (furrow dev, with
 	// its embedded Temporal) within it, and PostgreSQL's. (PostgreSQL's
