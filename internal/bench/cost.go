@@ -117,23 +117,17 @@ func machineBusy() time.Duration {
 // in databaseURL's database if needed; an error means the module is not
 // loaded (shared_preload_libraries) or the role may not use it.
 func resetStatements(ctx context.Context, databaseURL string) error {
-	if databaseURL == "" {
-		return fmt.Errorf("no database")
-	}
-	conn, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
+	return withPostgres(ctx, databaseURL, func(ctx context.Context, conn *pgx.Conn) error {
+		var loaded bool
+		if err := conn.QueryRow(ctx, `SELECT 'pg_stat_statements' = ANY(string_to_array(replace(current_setting('shared_preload_libraries'), ' ', ''), ','))`).Scan(&loaded); err != nil || !loaded {
+			return fmt.Errorf("pg_stat_statements is not loaded")
+		}
+		if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+			return err
+		}
+		_, err := conn.Exec(ctx, "SELECT pg_stat_statements_reset()")
 		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var loaded bool
-	if err := conn.QueryRow(ctx, `SELECT 'pg_stat_statements' = ANY(string_to_array(replace(current_setting('shared_preload_libraries'), ' ', ''), ','))`).Scan(&loaded); err != nil || !loaded {
-		return fmt.Errorf("pg_stat_statements is not loaded")
-	}
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
-		return err
-	}
-	_, err = conn.Exec(ctx, "SELECT pg_stat_statements_reset()")
-	return err
+	})
 }
 
 // topStatements is how many statements a Cost lists.
@@ -142,18 +136,17 @@ const topStatements = 10
 // readStatements reads the statements' work since the reset, by database
 // and the costliest statements.
 func readStatements(ctx context.Context, databaseURL string) ([]DatabaseCost, []StatementCost, error) {
-	conn, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	rows, _ := conn.Query(ctx, `SELECT d.datname, s.calls, s.total_exec_time,
-			left(regexp_replace(s.query, '\s+', ' ', 'g'), 110)
-		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-		WHERE s.query NOT LIKE '%pg_stat_statements%'`)
-	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StatementCost, error) {
-		var s StatementCost
-		return s, r.Scan(&s.Database, &s.Calls, &s.ExecMs, &s.Query)
+	var all []StatementCost
+	err := withPostgres(ctx, databaseURL, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		rows, _ := conn.Query(ctx, `SELECT d.datname, s.calls, s.total_exec_time,
+				left(regexp_replace(s.query, '\s+', ' ', 'g'), 110)
+			FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+			WHERE s.query NOT LIKE '%pg_stat_statements%'`)
+		all, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (StatementCost, error) {
+			var s StatementCost
+			return s, r.Scan(&s.Database, &s.Calls, &s.ExecMs, &s.Query)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, nil, err
@@ -247,17 +240,17 @@ var settingNames = []string{"max_connections", "shared_buffers", "synchronous_co
 
 // postgresSettings reads settingNames; nil when PostgreSQL cannot tell.
 func postgresSettings(ctx context.Context, databaseURL string) map[string]string {
-	conn, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
-		return nil
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	out := map[string]string{}
-	for _, n := range settingNames {
-		var v string
-		if conn.QueryRow(ctx, "SELECT current_setting($1)", n).Scan(&v) == nil {
-			out[n] = v
+	if withPostgres(ctx, databaseURL, func(ctx context.Context, conn *pgx.Conn) error {
+		for _, n := range settingNames {
+			var v string
+			if conn.QueryRow(ctx, "SELECT current_setting($1)", n).Scan(&v) == nil {
+				out[n] = v
+			}
 		}
+		return nil
+	}) != nil {
+		return nil
 	}
 	return out
 }
@@ -271,4 +264,25 @@ func printMachine(w io.Writer, load [3]float64, settings map[string]string) {
 		}
 	}
 	fmt.Fprintf(w, "machine: load average %.2f %.2f %.2f at the start; PostgreSQL %s\n", load[0], load[1], load[2], strings.Join(parts, " "))
+}
+
+// meterTimeout bounds each of the meters' own calls to PostgreSQL or
+// Redis, opening the connection included: a silent one leaves its figures
+// out instead of holding the run.
+const meterTimeout = 5 * time.Second
+
+// withPostgres runs fn on a connection of its own to databaseURL, within
+// meterTimeout.
+func withPostgres(ctx context.Context, databaseURL string, fn func(context.Context, *pgx.Conn) error) error {
+	if databaseURL == "" {
+		return fmt.Errorf("no database")
+	}
+	ctx, cancel := context.WithTimeout(ctx, meterTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return fn(ctx, conn)
 }

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -19,29 +18,19 @@ import (
 // the run.
 const otherBackends = "(other)"
 
-// backendsTimeout bounds reading pg_stat_activity.
-const backendsTimeout = 5 * time.Second
-
 // pgBackends maps the pid of each connection that pg_stat_activity lists
 // to its database; nil when PostgreSQL cannot be asked.
 func pgBackends(ctx context.Context, databaseURL string) map[int]string {
-	if databaseURL == "" {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, backendsTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, databaseURL)
-	if err != nil {
-		return nil
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	rows, _ := conn.Query(ctx, `SELECT pid, datname FROM pg_stat_activity WHERE datname IS NOT NULL`)
 	out := map[int]string{}
-	var pid int32
-	var db string
-	if _, err := pgx.ForEachRow(rows, []any{&pid, &db}, func() error {
-		out[int(pid)] = db
-		return nil
+	if err := withPostgres(ctx, databaseURL, func(ctx context.Context, conn *pgx.Conn) error {
+		rows, _ := conn.Query(ctx, `SELECT pid, datname FROM pg_stat_activity WHERE datname IS NOT NULL`)
+		var pid int32
+		var db string
+		_, err := pgx.ForEachRow(rows, []any{&pid, &db}, func() error {
+			out[int(pid)] = db
+			return nil
+		})
+		return err
 	}); err != nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -8,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,7 +33,7 @@ func newRedisMeter(url string) *redisMeter {
 	if url == "" {
 		return nil
 	}
-	c, err := redisclient.Open(url, redisclient.Options{ConnectTimeout: 5 * time.Second, DeadConnTimeout: 10 * time.Second})
+	c, err := redisclient.Open(url, redisclient.Options{ConnectTimeout: meterTimeout, DeadConnTimeout: 2 * meterTimeout})
 	if err != nil {
 		return nil
 	}
@@ -47,12 +47,12 @@ func (m *redisMeter) close() {
 }
 
 // read returns the command statistics now; nil when m is nil or Redis
-// does not answer within a few seconds.
+// does not answer within meterTimeout.
 func (m *redisMeter) read(ctx context.Context) map[string]RedisCommand {
 	if m == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, meterTimeout)
 	defer cancel()
 	info, err := m.c.Info(ctx, "commandstats").Result()
 	if err != nil {
@@ -112,7 +112,9 @@ func printRedisCommands(w io.Writer, cmds map[string]RedisCommand, created int64
 	if len(cmds) == 0 || created <= 0 {
 		return
 	}
-	names := slices.SortedFunc(maps.Keys(cmds), func(a, b string) int { return int(cmds[b].Usec - cmds[a].Usec) })
+	names := slices.SortedFunc(maps.Keys(cmds), func(a, b string) int {
+		return cmp.Or(cmp.Compare(cmds[b].Usec, cmds[a].Usec), cmp.Compare(a, b))
+	})
 	fmt.Fprintf(w, "  Redis's command time per stored reading:")
 	for _, n := range names {
 		c := cmds[n]
