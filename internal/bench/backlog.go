@@ -23,6 +23,9 @@ type Backlog struct {
 	Grew bool `json:"grew"`
 	// Offered is the rate the run offered, per second.
 	Offered float64 `json:"offered_per_second"`
+	// Limit says, when the backlog grew, what held the run back: the
+	// machine's CPU or not (see limitOf); empty otherwise.
+	Limit string `json:"limit,omitempty"`
 }
 
 // Sample is the backlog at one moment of the run.

@@ -164,12 +164,14 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 			return DeliveryResult{}, err
 		}
 		e.Cost = cost.stop(ctx)
+		e.Backlog.Limit = limitOf(e.Backlog, e.Cost, e.Delivered)
 		engine = &e
 	}
 	rcv.Reset(hook.Secret)
 	cost := startCost(ctx, target.databaseURL, target.pid)
 	r := runDelivery(ctx, cfg, target, fl, rcv)
 	r.Cost, r.Load, r.Settings = cost.stop(ctx), load, settings
+	r.Backlog.Limit = limitOf(r.Backlog, r.Cost, r.Delivered)
 	if engine != nil {
 		r.Engine, r.VsEngine = engine, vsEngine(r, *engine)
 	}

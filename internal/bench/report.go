@@ -59,7 +59,7 @@ func (r DeliveryResult) Print(w io.Writer) {
 	b := r.Backlog
 	fmt.Fprintf(w, "  backlog (accepted, not yet received): %d at a quarter of the run, %d at the end, max %d; slope %+.2f/s; grew: %v\n",
 		b.StartOutstanding, b.EndOutstanding, b.MaxOutstanding, b.Slope, b.Grew)
-	printWhy(w, b, r.Cost, r.Delivered)
+	printWhy(w, b)
 	if len(b.Samples) > 0 {
 		last := b.Samples[len(b.Samples)-1]
 		fmt.Fprintf(w, "  outbox rows not yet dispatched at the end of the load: %d\n", last.Outbox)
@@ -89,7 +89,7 @@ func (e EngineResult) Print(w io.Writer) {
 	b := e.Backlog
 	fmt.Fprintf(w, "  backlog (started, not yet received): %d at a quarter of the run, %d at the end, max %d; slope %+.2f/s; grew: %v\n",
 		b.StartOutstanding, b.EndOutstanding, b.MaxOutstanding, b.Slope, b.Grew)
-	printWhy(w, b, e.Cost, e.Delivered)
+	printWhy(w, b)
 	e.Cost.Print(w, e.Delivered)
 }
 
@@ -169,12 +169,18 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// printWhy says, when the backlog grew, what held the run back.
-func printWhy(w io.Writer, b Backlog, c Cost, delivered int64) {
+// limitOf says, when b grew, what held the run back, judged by c, the
+// run's cost over its delivered events; "" when b is flat.
+func limitOf(b Backlog, c Cost, delivered int64) string {
 	if !b.Grew {
-		return
+		return ""
 	}
-	if why := c.why(delivered, b.Offered); why != "" {
-		fmt.Fprintf(w, "  the backlog grew; the limit was %s\n", why)
+	return c.why(delivered, b.Offered)
+}
+
+// printWhy writes b's limit, when it has one.
+func printWhy(w io.Writer, b Backlog) {
+	if b.Limit != "" {
+		fmt.Fprintf(w, "  the backlog grew; the limit was %s\n", b.Limit)
 	}
 }

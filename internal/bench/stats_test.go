@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"maps"
 	"os"
 	"strings"
@@ -125,15 +126,27 @@ func TestWhyTellsCPUBoundFromNot(t *testing.T) {
 	if why := (Cost{}).why(3040, 100); why != "" {
 		t.Errorf("unmeasured run: %q", why)
 	}
+	grew := Backlog{Grew: true, Offered: 100}
+	grew.Limit = limitOf(grew, bound, 3040)
 	var out strings.Builder
-	printWhy(&out, Backlog{Grew: true, Offered: 100}, bound, 3040)
+	printWhy(&out, grew)
 	if !strings.Contains(out.String(), "the backlog grew; the limit was the machine's CPU") {
 		t.Errorf("printed %q", out.String())
 	}
+	if j, err := json.Marshal(grew); err != nil || !strings.Contains(string(j), `"limit":"the machine's CPU`) {
+		t.Errorf("JSON %s (%v) lacks the limit", j, err)
+	}
+	flat := Backlog{Offered: 100}
+	if flat.Limit = limitOf(flat, bound, 3040); flat.Limit != "" {
+		t.Errorf("flat backlog limited by %q", flat.Limit)
+	}
 	out.Reset()
-	printWhy(&out, Backlog{Offered: 100}, bound, 3040)
+	printWhy(&out, flat)
 	if out.Len() != 0 {
 		t.Errorf("printed %q for a flat backlog", out.String())
+	}
+	if j, _ := json.Marshal(flat); strings.Contains(string(j), `"limit"`) {
+		t.Errorf("JSON of a flat backlog names a limit: %s", j)
 	}
 }
 
