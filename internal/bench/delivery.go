@@ -71,6 +71,8 @@ type DeliveryResult struct {
 	// began, and Settings PostgreSQL's settings that bear on the figures.
 	Load     [3]float64        `json:"load_average"`
 	Settings map[string]string `json:"postgres_settings,omitempty"`
+	// Speed is the machine's speed before and after the runs.
+	Speed Speed `json:"machine_speed_us"`
 	// Engine is the bare engine's run on the same Temporal just before,
 	// and VsEngine Furrow's figures as its fractions; nil when skipped.
 	Engine   *EngineResult `json:"engine,omitempty"`
@@ -154,7 +156,9 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 	log.Info("fleet and webhook ready", "farm", fl.farm, "devices", len(fl.devices), "receiver", rcv.URL)
 	load, settings := loadAverage(), postgresSettings(ctx, target.databaseURL)
 	var engine *EngineResult
+	var speed Speed
 	if !cfg.NoEngine && target.temporal != "" {
+		speed.EngineStart = probeSpeed()
 		cost := startCost(ctx, target.databaseURL, target.pid)
 		e, err := Engine(ctx, EngineConfig{
 			TemporalAddress: target.temporal, Namespace: or(cfg.Namespace, "default"), Rate: cfg.Rate,
@@ -168,9 +172,12 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 		engine = &e
 	}
 	rcv.Reset(hook.Secret)
+	speed.Start = probeSpeed()
 	cost := startCost(ctx, target.databaseURL, target.pid)
 	r := runDelivery(ctx, cfg, target, fl, rcv)
 	r.Cost, r.Load, r.Settings = cost.stop(ctx), load, settings
+	speed.End = probeSpeed()
+	r.Speed = speed
 	r.Backlog.Limit = limitOf(r.Backlog, r.Cost, r.Delivered)
 	if engine != nil {
 		r.Engine, r.VsEngine = engine, vsEngine(r, *engine)

@@ -51,6 +51,7 @@ func (r IngestResult) Check() error {
 // Print writes r for people.
 func (r DeliveryResult) Print(w io.Writer) {
 	printMachine(w, r.Load, r.Settings)
+	r.Speed.Print(w)
 	fmt.Fprintf(w, "delivery: %d readings accepted; status %s; no answer: %d\n", r.Accepted, statusLine(r.Status), r.Failures)
 	fmt.Fprintf(w, "  POST latency %s\n", r.PostLatency)
 	fmt.Fprintf(w, "  201 -> receiver latency %s\n", r.Latency)

@@ -199,6 +199,11 @@ func TestSmokeDelivery(t *testing.T) {
 		} `json:"cost"`
 		Load     [3]float64        `json:"load_average"`
 		Settings map[string]string `json:"postgres_settings"`
+		Speed    struct {
+			EngineStart float64 `json:"engine_start"`
+			Start       float64 `json:"start"`
+			End         float64 `json:"end"`
+		} `json:"machine_speed_us"`
 	}
 	runBench(t, &r, "delivery", "--rate", "10", "--duration", "3s", "--drain", "60s")
 	if r.Accepted == 0 || r.Status["201"] != r.Accepted {
@@ -220,6 +225,10 @@ func TestSmokeDelivery(t *testing.T) {
 	e.Latency.check(t, "bare engine", e.Started)
 	if r.VsEngine.Rate <= 0 || r.VsEngine.P50 <= 0 || r.VsEngine.CPU <= 0 {
 		t.Errorf("vs engine %+v; want the rate, latency and CPU ratios", r.VsEngine)
+	}
+	// The machine's speed was probed before each part of the run and after.
+	if sp := r.Speed; sp.EngineStart <= 0 || sp.Start <= 0 || sp.End <= 0 {
+		t.Errorf("machine speed %+v; want a probe before the engine's run, before Furrow's and after", sp)
 	}
 	// Where Furrow's extra CPU went: the engine's run stores nothing in
 	// Furrow's database, Furrow's run stores every reading there.
