@@ -27,7 +27,8 @@ type Speed struct {
 // probeSpeed times a fixed piece of work, the JSON encoding and decoding of
 // a reading-sized value, on the CPU clock of the thread that runs it, and
 // returns the best of speedReps timings in microseconds: how fast one core
-// runs, whatever else the machine is doing then. The machines these
+// runs, time spent waiting for it not counted (a busy sibling core still
+// slows it, through the caches they share). The machines these
 // figures come from are virtual, and their speed can move by a third
 // within minutes; a probe before each part of a run and after it tells
 // such a swing from a change in what is measured.
