@@ -91,7 +91,7 @@ type EngineRatio struct {
 	// engine's: above 1, the share of Furrow's own work.
 	CPU float64 `json:"machine_cpu"`
 	// Extra is where Furrow's extra CPU per delivery goes, in ms: Furrow's
-	// run's figure less the engine's for each share (see costShares).
+	// run's figure less the engine's for each share (see Cost.shares).
 	Extra map[string]float64 `json:"extra_ms_per_delivery,omitempty"`
 }
 

@@ -72,9 +72,7 @@ func (c Cost) printPostgres(w io.Writer, deliveries int64) {
 	if len(c.Postgres) == 0 {
 		return
 	}
-	dbs := slices.SortedFunc(maps.Keys(c.Postgres), func(a, b string) int {
-		return cmp.Or(cmp.Compare(c.Postgres[b], c.Postgres[a]), cmp.Compare(a, b))
-	})
+	dbs := keysByValue(c.Postgres, func(cpu float64) float64 { return cpu })
 	parts := make([]string, 0, len(dbs))
 	for _, db := range dbs {
 		name := db
@@ -89,15 +87,21 @@ func (c Cost) printPostgres(w io.Writer, deliveries int64) {
 // mergeBackends is the union of two pg_stat_activity reads; a pid in both
 // takes later's database, since a pid may be reused.
 func mergeBackends(earlier, later map[int]string) map[int]string {
-	out := maps.Clone(earlier)
-	if out == nil {
-		out = map[int]string{}
-	}
+	out := make(map[int]string, len(earlier)+len(later))
+	maps.Copy(out, earlier)
 	maps.Copy(out, later)
 	return out
 }
 
-// Shares of a run's CPU per delivery, as costShares names them.
+// keysByValue returns m's keys, the largest value(m[k]) first, ties in
+// the keys' order.
+func keysByValue[V any](m map[string]V, value func(V) float64) []string {
+	return slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		return cmp.Or(cmp.Compare(value(m[b]), value(m[a])), cmp.Compare(a, b))
+	})
+}
+
+// Shares of a run's CPU per delivery, as Cost.shares names them.
 const (
 	shareMachine        = "machine"
 	shareFurrowDatabase = "postgres_furrow"

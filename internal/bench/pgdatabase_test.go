@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,12 @@ func TestExtraOverEngineSplitsTheDifference(t *testing.T) {
 	// A run without the split by database cannot be set against one with it.
 	if got := extraOverEngine(Cost{CPU: furrow.CPU}.shares(1000), engine.shares(1000)); got != nil {
 		t.Errorf("mixed shares compared: %v", got)
+	}
+}
+
+func TestKeysByValueLargestFirstTiesByName(t *testing.T) {
+	got := keysByValue(map[string]float64{"b": 2, "a": 2, "c": 5, "d": 1}, func(v float64) float64 { return v })
+	if want := []string{"c", "a", "b", "d"}; !slices.Equal(got, want) {
+		t.Errorf("keys %v, want %v", got, want)
 	}
 }

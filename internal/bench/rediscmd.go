@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -112,9 +109,7 @@ func printRedisCommands(w io.Writer, cmds map[string]RedisCommand, created int64
 	if len(cmds) == 0 || created <= 0 {
 		return
 	}
-	names := slices.SortedFunc(maps.Keys(cmds), func(a, b string) int {
-		return cmp.Or(cmp.Compare(cmds[b].Usec, cmds[a].Usec), cmp.Compare(a, b))
-	})
+	names := keysByValue(cmds, func(c RedisCommand) float64 { return float64(c.Usec) })
 	fmt.Fprintf(w, "  Redis's command time per stored reading:")
 	for _, n := range names {
 		c := cmds[n]
