@@ -71,7 +71,7 @@ type DeliveryResult struct {
 	// began, and Settings PostgreSQL's settings that bear on the figures.
 	Load     [3]float64        `json:"load_average"`
 	Settings map[string]string `json:"postgres_settings,omitempty"`
-	// Speed is the machine's speed before and after the runs.
+	// Speed is the machine's speed before, during and after the runs.
 	Speed Speed `json:"machine_speed_us"`
 	// Engine is the bare engine's run on the same Temporal just before,
 	// and VsEngine Furrow's figures as its fractions; nil when skipped.
@@ -159,11 +159,12 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 	var speed Speed
 	if !cfg.NoEngine && target.temporal != "" {
 		speed.EngineStart = probeSpeed()
-		cost := startCost(ctx, target.databaseURL, target.pid)
+		sampler, cost := startSpeedSampler(speedInterval), startCost(ctx, target.databaseURL, target.pid)
 		e, err := Engine(ctx, EngineConfig{
 			TemporalAddress: target.temporal, Namespace: or(cfg.Namespace, "default"), Rate: cfg.Rate,
 			Duration: cfg.Duration, Drain: cfg.Drain, Concurrency: cfg.Concurrency, Logger: log,
 		}, rcv, hook.Secret)
+		speed.EngineDuring = sampler.median()
 		if err != nil {
 			return DeliveryResult{}, err
 		}
@@ -173,9 +174,10 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 	}
 	rcv.Reset(hook.Secret)
 	speed.Start = probeSpeed()
-	cost := startCost(ctx, target.databaseURL, target.pid)
+	sampler, cost := startSpeedSampler(speedInterval), startCost(ctx, target.databaseURL, target.pid)
 	r := runDelivery(ctx, cfg, target, fl, rcv)
 	r.Cost, r.Load, r.Settings = cost.stop(ctx), load, settings
+	speed.During = sampler.median()
 	speed.End = probeSpeed()
 	r.Speed = speed
 	r.Backlog.Limit = limitOf(r.Backlog, r.Cost, r.Delivered)

@@ -203,6 +203,8 @@ func TestSmokeDelivery(t *testing.T) {
 			EngineStart float64 `json:"engine_start"`
 			Start       float64 `json:"start"`
 			End         float64 `json:"end"`
+			EngineRun   float64 `json:"engine_during"`
+			Run         float64 `json:"during"`
 		} `json:"machine_speed_us"`
 	}
 	runBench(t, &r, "delivery", "--rate", "10", "--duration", "3s", "--drain", "60s")
@@ -226,9 +228,10 @@ func TestSmokeDelivery(t *testing.T) {
 	if r.VsEngine.Rate <= 0 || r.VsEngine.P50 <= 0 || r.VsEngine.CPU <= 0 {
 		t.Errorf("vs engine %+v; want the rate, latency and CPU ratios", r.VsEngine)
 	}
-	// The machine's speed was probed before each part of the run and after.
-	if sp := r.Speed; sp.EngineStart <= 0 || sp.Start <= 0 || sp.End <= 0 {
-		t.Errorf("machine speed %+v; want a probe before the engine's run, before Furrow's and after", sp)
+	// The machine's speed was probed before each part of the run and after,
+	// and sampled during each.
+	if sp := r.Speed; sp.EngineStart <= 0 || sp.Start <= 0 || sp.End <= 0 || sp.EngineRun <= 0 || sp.Run <= 0 {
+		t.Errorf("machine speed %+v; want a probe before the engine's run, before Furrow's and after, and samples during both", sp)
 	}
 	// Where Furrow's extra CPU went: the engine's run stores nothing in
 	// Furrow's database, Furrow's run stores every reading there.

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -17,11 +19,14 @@ const (
 
 // Speed is what the speed probe measured, in microseconds: at the start of
 // the engine's run (0 without one), at the start of Furrow's run, and after
-// its drain. More is slower.
+// its drain; and the median of the samples taken during the engine's run
+// and during Furrow's (see speedSampler). More is slower.
 type Speed struct {
-	EngineStart float64 `json:"engine_start,omitempty"`
-	Start       float64 `json:"start"`
-	End         float64 `json:"end"`
+	EngineStart  float64 `json:"engine_start,omitempty"`
+	Start        float64 `json:"start"`
+	End          float64 `json:"end"`
+	EngineDuring float64 `json:"engine_during,omitempty"`
+	During       float64 `json:"during,omitempty"`
 }
 
 // probeSpeed times a fixed piece of work, the JSON encoding and decoding of
@@ -33,6 +38,19 @@ type Speed struct {
 // within minutes; a probe before each part of a run and after it tells
 // such a swing from a change in what is measured.
 func probeSpeed() float64 {
+	runtime.GC() // so that the bench's own garbage is not collected during the probe
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	best := time.Duration(1<<63 - 1)
+	for range speedReps {
+		best = min(best, speedWorkTime(speedWork))
+	}
+	return float64(best.Microseconds())
+}
+
+// speedWorkTime times n of the probe's JSON round trips on the calling
+// thread's CPU clock; the caller locks the goroutine to its thread.
+func speedWorkTime(n int) time.Duration {
 	type reading struct {
 		DeviceID string  `json:"device_id"`
 		MetricID int32   `json:"metric_id"`
@@ -42,27 +60,87 @@ func probeSpeed() float64 {
 		Score    float64 `json:"score"`
 	}
 	in := reading{"be02614a-6f1e-4c8e-9b1d-2f1f5b0c7a11", 7, "21.5", 1795789176000, "2709efd7-0c5e-4d55-8d1e-6a3b1f0e9c42", 0.5}
-	runtime.GC() // so that the bench's own garbage is not collected during the probe
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	best := time.Duration(1<<63 - 1)
-	for range speedReps {
-		began := threadTime()
-		for range speedWork {
-			b, _ := json.Marshal(in)
-			var out reading
-			_ = json.Unmarshal(b, &out)
-		}
-		best = min(best, threadTime()-began)
+	began := threadTime()
+	for range n {
+		b, _ := json.Marshal(in)
+		var out reading
+		_ = json.Unmarshal(b, &out)
 	}
-	return float64(best.Microseconds())
+	return threadTime() - began
 }
 
-// Print writes s for people.
+// speedSample is one timing of a quarter of the probe's work, scaled to the
+// probe's units: small enough to take every second of a run (a few
+// milliseconds of one core's time), in the median of many.
+const speedSample = speedWork / 4
+
+// speedSampler samples the machine's speed while a run goes on: at once,
+// then every interval. Some of these machines switch between two speeds,
+// one about twice the other, within seconds, so probes before and after a
+// run cannot say at which speed it ran.
+type speedSampler struct {
+	stop chan struct{}
+	done chan []float64
+}
+
+// startSpeedSampler starts sampling every interval until median is called.
+func startSpeedSampler(interval time.Duration) *speedSampler {
+	s := &speedSampler{stop: make(chan struct{}), done: make(chan []float64, 1)}
+	go s.run(interval)
+	return s
+}
+
+func (s *speedSampler) run(interval time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var samples []float64
+	for {
+		samples = append(samples, float64((speedWorkTime(speedSample) * speedWork / speedSample).Microseconds()))
+		select {
+		case <-s.stop:
+			s.done <- samples
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// median stops the sampling and returns the median of its samples, in µs.
+func (s *speedSampler) median() float64 {
+	close(s.stop)
+	samples := <-s.done
+	slices.Sort(samples)
+	return samples[len(samples)/2]
+}
+
+// speedInterval is how often a delivery run samples the machine's speed.
+const speedInterval = time.Second
+
+// Print writes s for people, and says when the engine's run and Furrow's
+// ran at speeds a tenth or more apart.
 func (s Speed) Print(w io.Writer) {
 	fmt.Fprintf(w, "machine speed (a fixed piece of work, best of %d, more is slower):", speedReps)
 	if s.EngineStart > 0 {
 		fmt.Fprintf(w, " %.0f µs before the engine's run,", s.EngineStart)
 	}
-	fmt.Fprintf(w, " %.0f µs before Furrow's, %.0f µs after it\n", s.Start, s.End)
+	fmt.Fprintf(w, " %.0f µs before Furrow's, %.0f µs after it", s.Start, s.End)
+	if s.During > 0 {
+		fmt.Fprint(w, "; median of a sample a second during")
+		if s.EngineDuring > 0 {
+			fmt.Fprintf(w, " the engine's run %.0f µs,", s.EngineDuring)
+		}
+		fmt.Fprintf(w, " Furrow's %.0f µs", s.During)
+	}
+	fmt.Fprintln(w)
+	if s.EngineDuring > 0 && s.During > 0 {
+		d, way := s.During/s.EngineDuring-1, "longer"
+		if d < 0 {
+			way = "less time"
+		}
+		if math.Abs(d) >= 0.1 {
+			fmt.Fprintf(w, "  the probe took %.0f%% %s during Furrow's run than during the engine's: their CPU per delivery compares two machine speeds\n", 100*math.Abs(d), way)
+		}
+	}
 }

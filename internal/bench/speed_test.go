@@ -3,6 +3,7 @@ package bench
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProbeSpeedTimesItsWork(t *testing.T) {
@@ -11,15 +12,59 @@ func TestProbeSpeedTimesItsWork(t *testing.T) {
 	}
 }
 
+func TestSpeedSamplerSamplesAtOnceAndOnEachTick(t *testing.T) {
+	s := startSpeedSampler(20 * time.Millisecond)
+	time.Sleep(110 * time.Millisecond)
+	close(s.stop)
+	samples := <-s.done
+	if len(samples) < 3 {
+		t.Fatalf("%d samples in 110 ms at one each 20 ms; want at least 3", len(samples))
+	}
+	for _, us := range samples {
+		if us <= 0 {
+			t.Fatalf("samples %v; want each the time of its work", samples)
+		}
+	}
+	// Even a sampler stopped at once has its first sample.
+	if us := startSpeedSampler(time.Hour).median(); us <= 0 {
+		t.Errorf("median of a sampler stopped at once = %v; want its first sample", us)
+	}
+}
+
 func TestSpeedPrintsEachProbe(t *testing.T) {
 	var out strings.Builder
 	Speed{EngineStart: 900, Start: 1200, End: 950}.Print(&out)
-	if got := out.String(); !strings.Contains(got, "900 µs before the engine's run, 1200 µs before Furrow's, 950 µs after it") {
+	if got := out.String(); !strings.Contains(got, "900 µs before the engine's run, 1200 µs before Furrow's, 950 µs after it\n") {
 		t.Errorf("printed %q", got)
 	}
 	out.Reset()
 	Speed{Start: 1200, End: 950}.Print(&out)
 	if got := out.String(); strings.Contains(got, "engine") || !strings.Contains(got, "1200 µs before Furrow's, 950 µs after it") {
 		t.Errorf("printed %q for a run without the engine", got)
+	}
+}
+
+func TestSpeedPrintsTheRunsMediansAndWarnsWhenTheyDiffer(t *testing.T) {
+	var out strings.Builder
+	Speed{EngineStart: 900, Start: 950, End: 950, EngineDuring: 1000, During: 1050}.Print(&out)
+	got := out.String()
+	if !strings.Contains(got, "during the engine's run 1000 µs, Furrow's 1050 µs") {
+		t.Errorf("printed %q; want both runs' medians", got)
+	}
+	if strings.Contains(got, "the probe took") {
+		t.Errorf("printed %q; want no warning for medians 5%% apart", got)
+	}
+	for _, c := range []struct {
+		s    Speed
+		want string
+	}{
+		{Speed{EngineDuring: 6000, During: 12000}, "the probe took 100% longer during Furrow's run"},
+		{Speed{EngineDuring: 12000, During: 6000}, "the probe took 50% less time during Furrow's run"},
+	} {
+		out.Reset()
+		c.s.Print(&out)
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("printed %q; want %q", out.String(), c.want)
+		}
 	}
 }
