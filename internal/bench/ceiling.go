@@ -35,6 +35,9 @@ type CeilingResult struct {
 	Latency Summary       `json:"latency"`
 	// CPU is the CPU seconds each process group used during the run.
 	CPU map[string]float64 `json:"cpu_s,omitempty"`
+	// SpeedUS is the median of the machine's speed sampled once a second
+	// during the run (see speedSampler), in µs; more is slower.
+	SpeedUS float64 `json:"machine_speed_us,omitempty"`
 }
 
 // httpCeiling is the machine's HTTP ceiling for Furrow's request: a
@@ -93,6 +96,7 @@ type ceilingSlices struct {
 	t       tally
 	elapsed time.Duration
 	cpu     map[string]float64
+	speeds  []float64
 }
 
 func newCeilingSlices() *ceilingSlices {
@@ -101,16 +105,19 @@ func newCeilingSlices() *ceilingSlices {
 
 // run measures one slice of d.
 func (a *ceilingSlices) run(ctx context.Context, c *httpCeiling, d time.Duration) {
-	meter := startGroupCPU()
+	meter, speed := startGroupCPU(), startSpeedSampler(speedInterval)
 	p := newPace(d, 0)
 	t := c.load(ctx, p)
 	a.elapsed += time.Since(p.start)
 	a.cpu = addCPU(a.cpu, meter.stop())
+	a.speeds = append(a.speeds, speed.samples()...)
 	a.t.merge(t)
 }
 
 func (a *ceilingSlices) result() (CeilingResult, error) {
-	return ceilingResult(&a.t, a.elapsed, a.cpu)
+	r, err := ceilingResult(&a.t, a.elapsed, a.cpu)
+	r.SpeedUS = medianOf(a.speeds)
+	return r, err
 }
 
 // addCPU adds the CPU seconds of each group in b to a.

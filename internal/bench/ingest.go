@@ -77,6 +77,9 @@ type IngestResult struct {
 	// HTTPCeiling is the ceiling measured in turns with the load, when
 	// IngestConfig.HTTPCeiling asks for it.
 	HTTPCeiling *CeilingResult `json:"-"`
+	// SpeedUS is the median of the machine's speed sampled once a second
+	// during the load (see speedSampler), in µs; more is slower.
+	SpeedUS float64 `json:"machine_speed_us,omitempty"`
 }
 
 // ceilingTurns is the number of slices of the measured run when the HTTP
@@ -233,17 +236,19 @@ func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 	rm := newRedisMeter(cfg.RedisURL)
 	defer rm.close()
 	slice := cfg.Duration / time.Duration(turns)
+	var speeds []float64
 	for range turns {
 		if ceiling != nil {
 			ceilings.run(ctx, ceiling, slice)
 		}
 		cmds := rm.read(ctx)
-		cpu, groups := startCPU(pid), startGroupCPUWith(pid)
+		cpu, groups, speed := startCPU(pid), startGroupCPUWith(pid), startSpeedSampler(speedInterval)
 		p := newPace(slice, cfg.Rate)
 		t := runLoad(ctx, cfg.Concurrency, p, do)
 		r.Elapsed += time.Since(p.start)
 		r.ServerCPU += cpu.stop()
 		r.CPU = addCPU(r.CPU, groups.stop())
+		speeds = append(speeds, speed.samples()...)
 		r.RedisCommands = addCommandDelta(r.RedisCommands, cmds, rm.read(ctx))
 		base.Add(t.failures)
 		for _, n := range t.status {
@@ -252,7 +257,7 @@ func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 		all.merge(t)
 	}
 	hc.CloseIdleConnections()
-	r.Failures = all.failures
+	r.Failures, r.SpeedUS = all.failures, medianOf(speeds)
 	if ceiling != nil {
 		c, err := ceilings.result()
 		if err != nil {

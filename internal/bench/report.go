@@ -150,6 +150,10 @@ func (c Ceilings) Against(r IngestResult) (http, database float64) {
 func (c Ceilings) PrintAgainst(w io.Writer, r IngestResult) {
 	h, d := c.Against(r)
 	fmt.Fprintf(w, "against the machine: %.2f of the HTTP ceiling, %.2f of the database ceiling\n", h, d)
+	if r.SpeedUS > 0 && c.HTTP.SpeedUS > 0 {
+		fmt.Fprintf(w, "  machine speed (median of a sample a second, more is slower): %.0f µs during the ingest, %.0f µs during the HTTP ceiling\n", r.SpeedUS, c.HTTP.SpeedUS)
+		printSpeedGap(w, r.SpeedUS, c.HTTP.SpeedUS, "the ingest", "the HTTP ceiling", "the ratio compares")
+	}
 	if created := r.Created(); created > 0 && len(r.CPU) > 0 {
 		fmt.Fprintf(w, "  CPU per stored reading:")
 		var service float64

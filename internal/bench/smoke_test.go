@@ -105,6 +105,7 @@ func TestSmokeIngest(t *testing.T) {
 			} `json:"memory"`
 			Started string             `json:"started_server"`
 			CPU     map[string]float64 `json:"cpu_s"`
+			Speed   float64            `json:"machine_speed_us"`
 			Redis   map[string]struct {
 				Calls int64 `json:"calls"`
 			} `json:"redis_commands"`
@@ -116,6 +117,7 @@ func TestSmokeIngest(t *testing.T) {
 		Ceilings struct {
 			HTTP struct {
 				PerSec float64 `json:"per_second"`
+				Speed  float64 `json:"machine_speed_us"`
 			} `json:"http"`
 			Database struct {
 				PerSec float64 `json:"per_second"`
@@ -154,6 +156,9 @@ func TestSmokeIngest(t *testing.T) {
 	}
 	if want := in.CreatedRPS / r.Ceilings.HTTP.PerSec; math.Abs(r.HTTPRatio-want) > 1e-9*want {
 		t.Errorf("HTTP ceiling ratio %v; want %v, the 201/s over the HTTP ceiling", r.HTTPRatio, want)
+	}
+	if in.Speed <= 0 || r.Ceilings.HTTP.Speed <= 0 {
+		t.Errorf("machine speed %v during the ingest, %v during the HTTP ceiling; want both sampled", in.Speed, r.Ceilings.HTTP.Speed)
 	}
 	if in.CPU["furrow"] <= 0 || in.CPU["postgres"] <= 0 {
 		t.Errorf("CPU by process group %v; want the server's and PostgreSQL's", in.CPU)

@@ -107,12 +107,22 @@ func (s *speedSampler) run(interval time.Duration) {
 	}
 }
 
-// median stops the sampling and returns the median of its samples, in µs.
-func (s *speedSampler) median() float64 {
+// samples stops the sampling and returns its samples, in µs.
+func (s *speedSampler) samples() []float64 {
 	close(s.stop)
-	samples := <-s.done
-	slices.Sort(samples)
-	return samples[len(samples)/2]
+	return <-s.done
+}
+
+// median stops the sampling and returns the median of its samples, in µs.
+func (s *speedSampler) median() float64 { return medianOf(s.samples()) }
+
+// medianOf returns the median of v, 0 when v is empty; it sorts v.
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // speedInterval is how often a delivery run samples the machine's speed.
@@ -134,13 +144,21 @@ func (s Speed) Print(w io.Writer) {
 		fmt.Fprintf(w, " Furrow's %.0f µs", s.During)
 	}
 	fmt.Fprintln(w)
-	if s.EngineDuring > 0 && s.During > 0 {
-		d, way := s.During/s.EngineDuring-1, "longer"
-		if d < 0 {
-			way = "less time"
-		}
-		if math.Abs(d) >= 0.1 {
-			fmt.Fprintf(w, "  the probe took %.0f%% %s during Furrow's run than during the engine's: their CPU per delivery compares two machine speeds\n", 100*math.Abs(d), way)
-		}
+	printSpeedGap(w, s.During, s.EngineDuring, "Furrow's run", "the engine's", "their CPU per delivery compares")
+}
+
+// printSpeedGap says when the sampled speed ours, during what, is a tenth
+// or more from theirs, during than: the figures compared then come from two
+// machine speeds. It says nothing when either is 0 (not sampled).
+func printSpeedGap(w io.Writer, ours, theirs float64, what, than, compared string) {
+	if ours <= 0 || theirs <= 0 {
+		return
+	}
+	d, way := ours/theirs-1, "longer"
+	if d < 0 {
+		way = "less time"
+	}
+	if math.Abs(d) >= 0.1 {
+		fmt.Fprintf(w, "  the probe took %.0f%% %s during %s than during %s: %s two machine speeds\n", 100*math.Abs(d), way, what, than, compared)
 	}
 }

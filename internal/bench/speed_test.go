@@ -68,3 +68,24 @@ func TestSpeedPrintsTheRunsMediansAndWarnsWhenTheyDiffer(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintAgainstGivesTheSpeedOfEachSide(t *testing.T) {
+	var out strings.Builder
+	c := Ceilings{HTTP: CeilingResult{PerSec: 20000, SpeedUS: 6000}, Database: CeilingResult{PerSec: 40000}}
+	c.PrintAgainst(&out, IngestResult{CreatedRPS: 5000, SpeedUS: 12000})
+	got := out.String()
+	for _, want := range []string{
+		"6000 µs during the HTTP ceiling",
+		"12000 µs during the ingest",
+		"the probe took 100% longer during the ingest than during the HTTP ceiling: the ratio compares two machine speeds",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("printed %q; want %q", got, want)
+		}
+	}
+	out.Reset()
+	c.PrintAgainst(&out, IngestResult{CreatedRPS: 5000})
+	if strings.Contains(out.String(), "machine speed") {
+		t.Errorf("printed %q for a run without samples", out.String())
+	}
+}
