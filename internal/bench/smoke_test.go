@@ -205,11 +205,11 @@ func TestSmokeDelivery(t *testing.T) {
 		Load     [3]float64        `json:"load_average"`
 		Settings map[string]string `json:"postgres_settings"`
 		Speed    struct {
-			EngineStart float64 `json:"engine_start"`
-			Start       float64 `json:"start"`
-			End         float64 `json:"end"`
-			EngineRun   float64 `json:"engine_during"`
-			Run         float64 `json:"during"`
+			EngineStart  float64 `json:"engine_start"`
+			Start        float64 `json:"start"`
+			End          float64 `json:"end"`
+			EngineDuring float64 `json:"engine_during"`
+			During       float64 `json:"during"`
 		} `json:"machine_speed_us"`
 	}
 	runBench(t, &r, "delivery", "--rate", "10", "--duration", "3s", "--drain", "60s")
@@ -235,7 +235,7 @@ func TestSmokeDelivery(t *testing.T) {
 	}
 	// The machine's speed was probed before each part of the run and after,
 	// and sampled during each.
-	if sp := r.Speed; sp.EngineStart <= 0 || sp.Start <= 0 || sp.End <= 0 || sp.EngineRun <= 0 || sp.Run <= 0 {
+	if sp := r.Speed; sp.EngineStart <= 0 || sp.Start <= 0 || sp.End <= 0 || sp.EngineDuring <= 0 || sp.During <= 0 {
 		t.Errorf("machine speed %+v; want a probe before the engine's run, before Furrow's and after, and samples during both", sp)
 	}
 	// Where Furrow's extra CPU went: the engine's run stores nothing in

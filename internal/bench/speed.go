@@ -83,7 +83,8 @@ type speedSampler struct {
 	done chan []float64
 }
 
-// startSpeedSampler starts sampling every interval until median is called.
+// startSpeedSampler starts sampling every interval until samples or median
+// is called.
 func startSpeedSampler(interval time.Duration) *speedSampler {
 	s := &speedSampler{stop: make(chan struct{}), done: make(chan []float64, 1)}
 	go s.run(interval)
