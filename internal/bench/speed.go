@@ -32,11 +32,11 @@ type Speed struct {
 // probeSpeed times a fixed piece of work, the JSON encoding and decoding of
 // a reading-sized value, on the CPU clock of the thread that runs it, and
 // returns the best of speedReps timings in microseconds: how fast one core
-// runs, time spent waiting for it not counted (a busy sibling core still
-// slows it, through the caches they share). The machines these
-// figures come from are virtual, and their speed can move by a third
-// within minutes; a probe before each part of a run and after it tells
-// such a swing from a change in what is measured.
+// runs, time spent waiting for it not counted. The machines these figures
+// come from are virtual, and their speed can move by a third within
+// minutes, or halve for seconds at a time; a probe before each part of a
+// run and after it, with the samples taken during each (speedSampler),
+// tells such a swing from a change in what is measured.
 func probeSpeed() float64 {
 	runtime.GC() // so that the bench's own garbage is not collected during the probe
 	runtime.LockOSThread()
@@ -126,7 +126,8 @@ func medianOf(v []float64) float64 {
 	return v[len(v)/2]
 }
 
-// speedInterval is how often a delivery run samples the machine's speed.
+// speedInterval is how often a run of either tool samples the machine's
+// speed.
 const speedInterval = time.Second
 
 // Print writes s for people, and says when the engine's run and Furrow's
