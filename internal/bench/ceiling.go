@@ -96,7 +96,7 @@ type ceilingSlices struct {
 	t       tally
 	elapsed time.Duration
 	cpu     map[string]float64
-	speeds  []float64
+	speeds  []time.Duration
 }
 
 func newCeilingSlices() *ceilingSlices {
@@ -116,7 +116,7 @@ func (a *ceilingSlices) run(ctx context.Context, c *httpCeiling, d time.Duration
 
 func (a *ceilingSlices) result() (CeilingResult, error) {
 	r, err := ceilingResult(&a.t, a.elapsed, a.cpu)
-	r.SpeedUS = medianOf(a.speeds)
+	r.SpeedUS = medianUS(a.speeds)
 	return r, err
 }
 

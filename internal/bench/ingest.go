@@ -236,7 +236,7 @@ func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 	rm := newRedisMeter(cfg.RedisURL)
 	defer rm.close()
 	slice := cfg.Duration / time.Duration(turns)
-	var speeds []float64
+	var speeds []time.Duration
 	for range turns {
 		if ceiling != nil {
 			ceilings.run(ctx, ceiling, slice)
@@ -257,7 +257,7 @@ func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 		all.merge(t)
 	}
 	hc.CloseIdleConnections()
-	r.Failures, r.SpeedUS = all.failures, medianOf(speeds)
+	r.Failures, r.SpeedUS = all.failures, medianUS(speeds)
 	if ceiling != nil {
 		c, err := ceilings.result()
 		if err != nil {

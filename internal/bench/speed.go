@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"slices"
 	"time"
 )
 
@@ -80,13 +79,13 @@ const speedSample = speedWork / 4
 // run cannot say at which speed it ran.
 type speedSampler struct {
 	stop chan struct{}
-	done chan []float64
+	done chan []time.Duration
 }
 
 // startSpeedSampler starts sampling every interval until samples or median
 // is called.
 func startSpeedSampler(interval time.Duration) *speedSampler {
-	s := &speedSampler{stop: make(chan struct{}), done: make(chan []float64, 1)}
+	s := &speedSampler{stop: make(chan struct{}), done: make(chan []time.Duration, 1)}
 	go s.run(interval)
 	return s
 }
@@ -96,9 +95,9 @@ func (s *speedSampler) run(interval time.Duration) {
 	defer runtime.UnlockOSThread()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	var samples []float64
+	var samples []time.Duration
 	for {
-		samples = append(samples, float64((speedWorkTime(speedSample) * speedWork / speedSample).Microseconds()))
+		samples = append(samples, speedWorkTime(speedSample)*speedWork/speedSample)
 		select {
 		case <-s.stop:
 			s.done <- samples
@@ -108,22 +107,20 @@ func (s *speedSampler) run(interval time.Duration) {
 	}
 }
 
-// samples stops the sampling and returns its samples, in µs.
-func (s *speedSampler) samples() []float64 {
+// samples stops the sampling and returns its samples, each scaled to the
+// probe's whole work.
+func (s *speedSampler) samples() []time.Duration {
 	close(s.stop)
 	return <-s.done
 }
 
 // median stops the sampling and returns the median of its samples, in µs.
-func (s *speedSampler) median() float64 { return medianOf(s.samples()) }
+func (s *speedSampler) median() float64 { return medianUS(s.samples()) }
 
-// medianOf returns the median of v, 0 when v is empty; it sorts v.
-func medianOf(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
+// medianUS returns the median of samples (Summarize's p50) in µs, 0 when
+// there are none; it sorts samples.
+func medianUS(samples []time.Duration) float64 {
+	return float64(Summarize(samples).P50.Microseconds())
 }
 
 // speedInterval is how often a run of either tool samples the machine's
@@ -149,9 +146,9 @@ func (s Speed) Print(w io.Writer) {
 	printSpeedGap(w, s.During, s.EngineDuring, "Furrow's run", "the engine's", "their CPU per delivery compares")
 }
 
-// printSpeedGap says when the sampled speed ours, during what, is a tenth
-// or more from theirs, during than: the figures compared then come from two
-// machine speeds. It says nothing when either is 0 (not sampled).
+// printSpeedGap warns when ours (the speed sampled during what) and theirs
+// (during than) are a tenth or more apart, since the figures compared then
+// come from two machine speeds. A 0 means not sampled: nothing to say.
 func printSpeedGap(w io.Writer, ours, theirs float64, what, than, compared string) {
 	if ours <= 0 || theirs <= 0 {
 		return

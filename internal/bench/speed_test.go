@@ -21,8 +21,8 @@ func TestSpeedSamplerSamplesAtOnceAndOnEachTick(t *testing.T) {
 	if len(samples) < 2 {
 		t.Fatalf("%d samples in a second at one a millisecond; want the first and those on the ticks", len(samples))
 	}
-	for _, us := range samples {
-		if us <= 0 {
+	for _, d := range samples {
+		if d <= 0 {
 			t.Fatalf("samples %v; want each the time of its work", samples)
 		}
 	}
