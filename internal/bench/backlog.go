@@ -21,10 +21,15 @@ type Backlog struct {
 	// Grew is true when Slope exceeds 5% of the offered rate (and one
 	// event per second): deliveries were falling behind.
 	Grew bool `json:"grew"`
+	// Lagged is true when the backlog did not grow but at its largest held
+	// more than a second of the offered rate (and more than lagEvents):
+	// deliveries fell behind for a while and caught up, which the
+	// latency's tail shows.
+	Lagged bool `json:"lagged"`
 	// Offered is the rate the run offered, per second.
 	Offered float64 `json:"offered_per_second"`
-	// Limit says, when the backlog grew, what held the run back: the
-	// machine's CPU or not (see limitOf); empty otherwise.
+	// Limit says, when the backlog grew or lagged, what held the run back:
+	// the machine's CPU or not (see limitOf); empty otherwise.
 	Limit string `json:"limit,omitempty"`
 }
 
@@ -96,8 +101,13 @@ func analyse(samples []Sample, d time.Duration, rate float64) Backlog {
 	}
 	b.Slope = slope(xs, ys)
 	b.Grew = b.Slope > max(1, 0.05*rate)
+	b.Lagged = !b.Grew && rate > 0 && float64(b.MaxOutstanding) > max(lagEvents, rate)
 	return b
 }
+
+// lagEvents is the least backlog that counts as lagging at any rate: a
+// handful of events in flight is the pipeline, not a delay.
+const lagEvents = 10
 
 // slope is the least-squares slope of ys over xs; zero with fewer than
 // two points.

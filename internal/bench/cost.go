@@ -199,10 +199,10 @@ func (c Cost) Print(w io.Writer, deliveries int64) {
 // limit even when it measured less busy.
 const cpuBound = 0.9
 
-// why says, for a run whose backlog grew at the offered rate, whether the
-// machine's CPU was the limit and, if so, about how many deliveries a
-// second the machine holds at this cost and what share of it the offered
-// rate needs; "" when the CPU was not measured.
+// why says, for a run whose backlog grew or lagged at the offered rate,
+// whether the machine's CPU was the limit and, if so, about how many
+// deliveries a second the machine holds at this cost and what share of it
+// the offered rate needs; "" when the CPU was not measured.
 func (c Cost) why(deliveries int64, offered float64) string {
 	machine := c.CPU["machine"]
 	if deliveries <= 0 || machine <= 0 || c.Wall <= 0 || c.Cores <= 0 {

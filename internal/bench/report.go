@@ -177,10 +177,10 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// limitOf says, when b grew, what held the run back, judged by c, the
-// run's cost over its delivered events; "" when b is flat.
+// limitOf says, when b grew or lagged, what held the run back, judged by
+// c, the run's cost over its delivered events; "" when b kept up.
 func limitOf(b Backlog, c Cost, delivered int64) string {
-	if !b.Grew {
+	if !b.Grew && !b.Lagged {
 		return ""
 	}
 	return c.why(delivered, b.Offered)
@@ -188,7 +188,12 @@ func limitOf(b Backlog, c Cost, delivered int64) string {
 
 // printWhy writes b's limit, when it has one.
 func printWhy(w io.Writer, b Backlog) {
-	if b.Limit != "" {
+	switch {
+	case b.Limit == "":
+	case b.Grew:
 		fmt.Fprintf(w, "  the backlog grew; the limit was %s\n", b.Limit)
+	default:
+		fmt.Fprintf(w, "  the backlog reached %d, %.1f s of the offered rate, before it caught up; the limit was %s\n",
+			b.MaxOutstanding, float64(b.MaxOutstanding)/b.Offered, b.Limit)
 	}
 }

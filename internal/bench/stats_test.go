@@ -33,12 +33,40 @@ func TestAnalyseBacklog(t *testing.T) {
 		steady = append(steady, Sample{AtSeconds: float64(i), Outstanding: int64(5 + i%2)})
 		growing = append(growing, Sample{AtSeconds: float64(i), Outstanding: int64(10 * i)})
 	}
-	if b := analyse(steady, 20*time.Second, 50); b.Grew || b.MaxOutstanding != 6 {
+	if b := analyse(steady, 20*time.Second, 50); b.Grew || b.Lagged || b.MaxOutstanding != 6 {
 		t.Errorf("steady backlog judged %+v", b)
 	}
 	b := analyse(growing, 20*time.Second, 50)
-	if !b.Grew || b.Slope < 9.9 || b.Slope > 10.1 || b.StartOutstanding != 50 || b.EndOutstanding != 200 {
+	if !b.Grew || b.Lagged || b.Slope < 9.9 || b.Slope > 10.1 || b.StartOutstanding != 50 || b.EndOutstanding != 200 {
 		t.Errorf("growing backlog judged %+v", b)
+	}
+}
+
+// TestAnalyseBacklogThatCaughtUp: a backlog that rose to more than a
+// second of the offered rate and then drained did not grow, but lagged;
+// one that stayed under a second did neither.
+func TestAnalyseBacklogThatCaughtUp(t *testing.T) {
+	wave := func(peak int) []Sample {
+		var s []Sample
+		for i := 1; i <= 30; i++ {
+			// Up to peak by the eighth second, down to a few by the end.
+			n := peak * min(i, 8) / 8
+			if i > 8 {
+				n = max(3, peak-(i-8)*peak/20)
+			}
+			s = append(s, Sample{AtSeconds: float64(i), Outstanding: int64(n)})
+		}
+		return s
+	}
+	b := analyse(wave(160), 30*time.Second, 100)
+	if b.Grew || !b.Lagged || b.MaxOutstanding != 160 {
+		t.Errorf("a backlog of 160 at 100/s that drained judged %+v", b)
+	}
+	if b := analyse(wave(90), 30*time.Second, 100); b.Grew || b.Lagged {
+		t.Errorf("a backlog of 90 at 100/s judged %+v", b)
+	}
+	if b := analyse(wave(8), 30*time.Second, 5); b.Lagged {
+		t.Errorf("a backlog of 8 at 5/s, the pipeline's own, judged %+v", b)
 	}
 }
 
@@ -135,6 +163,16 @@ func TestWhyTellsCPUBoundFromNot(t *testing.T) {
 	}
 	if j, err := json.Marshal(grew); err != nil || !strings.Contains(string(j), `"limit":"the machine's CPU`) {
 		t.Errorf("JSON %s (%v) lacks the limit", j, err)
+	}
+	lagged := Backlog{Lagged: true, Offered: 100, MaxOutstanding: 168}
+	lagged.Limit = limitOf(lagged, bound, 3040)
+	out.Reset()
+	printWhy(&out, lagged)
+	if !strings.Contains(out.String(), "the backlog reached 168, 1.7 s of the offered rate, before it caught up; the limit was the machine's CPU") {
+		t.Errorf("printed %q for a lagged backlog", out.String())
+	}
+	if j, err := json.Marshal(lagged); err != nil || !strings.Contains(string(j), `"lagged":true`) || !strings.Contains(string(j), `"limit":"the machine's CPU`) {
+		t.Errorf("JSON %s (%v) of a lagged backlog", j, err)
 	}
 	flat := Backlog{Offered: 100}
 	if flat.Limit = limitOf(flat, bound, 3040); flat.Limit != "" {
