@@ -42,9 +42,9 @@ func TestAnalyseBacklog(t *testing.T) {
 	}
 }
 
-// TestAnalyseBacklogThatCaughtUp: a backlog that rose to more than a
+// TestAnalyseBacklogThatCaughtUp: a backlog that rose to more than half a
 // second of the offered rate and then drained did not grow, but lagged;
-// one that stayed under a second did neither.
+// one that stayed under half a second did neither.
 func TestAnalyseBacklogThatCaughtUp(t *testing.T) {
 	wave := func(peak int) []Sample {
 		var s []Sample
@@ -58,12 +58,12 @@ func TestAnalyseBacklogThatCaughtUp(t *testing.T) {
 		}
 		return s
 	}
-	b := analyse(wave(160), 30*time.Second, 100)
-	if b.Grew || !b.Lagged || b.MaxOutstanding != 160 {
-		t.Errorf("a backlog of 160 at 100/s that drained judged %+v", b)
+	b := analyse(wave(72), 30*time.Second, 100)
+	if b.Grew || !b.Lagged || b.MaxOutstanding != 72 {
+		t.Errorf("a backlog of 72 at 100/s that drained judged %+v", b)
 	}
-	if b := analyse(wave(90), 30*time.Second, 100); b.Grew || b.Lagged {
-		t.Errorf("a backlog of 90 at 100/s judged %+v", b)
+	if b := analyse(wave(48), 30*time.Second, 100); b.Grew || b.Lagged {
+		t.Errorf("a backlog of 48 at 100/s judged %+v", b)
 	}
 	if b := analyse(wave(8), 30*time.Second, 5); b.Lagged {
 		t.Errorf("a backlog of 8 at 5/s, the pipeline's own, judged %+v", b)
