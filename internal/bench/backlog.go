@@ -23,7 +23,7 @@ type Backlog struct {
 	Grew bool `json:"grew"`
 	// Lagged is true when the backlog did not grow but at its largest held
 	// more than lagSeconds of the offered rate (and more than lagEvents):
-	// deliveries fell behind for a while and caught up, which the
+	// deliveries kept pace, but that far behind at some point, which the
 	// latency's tail shows.
 	Lagged bool `json:"lagged"`
 	// Offered is the rate the run offered, per second.
@@ -109,7 +109,7 @@ const (
 	// lagSeconds is the backlog, in seconds of the offered rate, that
 	// counts as lagging: the newest events then wait about that long, and
 	// the latency's p99, which a sample a second misses, longer still
-	// (1.3 to 1.6 times as long in measured runs), near the one second a
+	// (1.3 to 1.7 times as long in measured runs), near the one second a
 	// delivery's p99 is held to.
 	lagSeconds = 0.5
 	// lagEvents is the least backlog that counts as lagging at any rate:

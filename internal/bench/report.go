@@ -193,7 +193,7 @@ func printWhy(w io.Writer, b Backlog) {
 	case b.Grew:
 		fmt.Fprintf(w, "  the backlog grew; the limit was %s\n", b.Limit)
 	default:
-		fmt.Fprintf(w, "  the backlog reached %d, %.1f s of the offered rate, before it caught up; the limit was %s\n",
+		fmt.Fprintf(w, "  the backlog did not grow but reached %d, %.1f s of the offered rate; the limit was %s\n",
 			b.MaxOutstanding, float64(b.MaxOutstanding)/b.Offered, b.Limit)
 	}
 }

@@ -168,7 +168,7 @@ func TestWhyTellsCPUBoundFromNot(t *testing.T) {
 	lagged.Limit = limitOf(lagged, bound, 3040)
 	out.Reset()
 	printWhy(&out, lagged)
-	if !strings.Contains(out.String(), "the backlog reached 168, 1.7 s of the offered rate, before it caught up; the limit was the machine's CPU") {
+	if !strings.Contains(out.String(), "the backlog did not grow but reached 168, 1.7 s of the offered rate; the limit was the machine's CPU") {
 		t.Errorf("printed %q for a lagged backlog", out.String())
 	}
 	if j, err := json.Marshal(lagged); err != nil || !strings.Contains(string(j), `"lagged":true`) || !strings.Contains(string(j), `"limit":"the machine's CPU`) {
