@@ -194,6 +194,6 @@ func printWhy(w io.Writer, b Backlog) {
 		fmt.Fprintf(w, "  the backlog grew; the limit was %s\n", b.Limit)
 	default:
 		fmt.Fprintf(w, "  the backlog did not grow but reached %d, %.1f s of the offered rate; the limit was %s\n",
-			b.MaxOutstanding, float64(b.MaxOutstanding)/b.Offered, b.Limit)
+			b.MaxOutstanding, ratio(float64(b.MaxOutstanding), b.Offered), b.Limit)
 	}
 }
