@@ -93,22 +93,27 @@ type EngineRatio struct {
 	// Extra is where Furrow's extra CPU per delivery goes, in ms: Furrow's
 	// run's figure less the engine's for each share (see Cost.shares).
 	Extra map[string]float64 `json:"extra_ms_per_delivery,omitempty"`
+	// RatesDiffer is set when the two runs delivered at rates too far
+	// apart for CPU and Extra to compare like with like: a delivery costs
+	// less CPU at a higher rate, since Temporal and PostgreSQL batch more
+	// work per wake-up.
+	RatesDiffer bool `json:"rates_differ,omitempty"`
 }
+
+// sameRate is the least Rate at which the two runs' CPU per delivery is
+// compared as like with like.
+const sameRate = 0.95
 
 // vsEngine compares r with e.
 func vsEngine(r DeliveryResult, e EngineResult) *EngineRatio {
-	div := func(a, b float64) float64 {
-		if b <= 0 {
-			return 0
-		}
-		return a / b
-	}
+	rate := ratio(r.PerSecond, e.PerSecond)
 	return &EngineRatio{
-		Rate:  div(r.PerSecond, e.PerSecond),
-		P50:   div(float64(r.Latency.P50), float64(e.Latency.P50)),
-		P99:   div(float64(r.Latency.P99), float64(e.Latency.P99)),
-		CPU:   div(div(r.Cost.CPU["machine"], float64(r.Delivered)), div(e.Cost.CPU["machine"], float64(e.Delivered))),
-		Extra: extraOverEngine(r.Cost.shares(r.Delivered), e.Cost.shares(e.Delivered)),
+		Rate:        rate,
+		P50:         ratio(float64(r.Latency.P50), float64(e.Latency.P50)),
+		P99:         ratio(float64(r.Latency.P99), float64(e.Latency.P99)),
+		CPU:         ratio(ratio(r.Cost.CPU["machine"], float64(r.Delivered)), ratio(e.Cost.CPU["machine"], float64(e.Delivered))),
+		Extra:       extraOverEngine(r.Cost.shares(r.Delivered), e.Cost.shares(e.Delivered)),
+		RatesDiffer: rate < sameRate || rate > 1/sameRate,
 	}
 }
 

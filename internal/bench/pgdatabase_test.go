@@ -92,3 +92,32 @@ func TestKeysByValueLargestFirstTiesByName(t *testing.T) {
 		t.Errorf("keys %v, want %v", got, want)
 	}
 }
+
+// TestVsEngineSaysWhenTheRatesDiffer: the CPU per delivery of two runs is
+// like with like only at about the same delivered rate.
+func TestVsEngineSaysWhenTheRatesDiffer(t *testing.T) {
+	engine := EngineResult{PerSecond: 92.5, Delivered: 3000, Cost: Cost{CPU: map[string]float64{"machine": 64.9}}}
+	behind := DeliveryResult{PerSecond: 61.1, Delivered: 3000, Cost: Cost{CPU: map[string]float64{"machine": 91.3}}}
+	behind.Engine, behind.VsEngine = &engine, vsEngine(behind, engine)
+	if !behind.VsEngine.RatesDiffer {
+		t.Errorf("61.1/s against 92.5/s: %+v, want the rates marked as differing", behind.VsEngine)
+	}
+	var b bytes.Buffer
+	behind.Print(&b)
+	if !strings.Contains(b.String(), "the runs delivered at different rates (Furrow 61.1/s, the engine 92.5/s)") {
+		t.Errorf("printed\n%s\nwithout the note on the rates", b.String())
+	}
+	even := DeliveryResult{PerSecond: 99.8, Delivered: 3000, Cost: behind.Cost}
+	even.Engine, even.VsEngine = &engine, vsEngine(even, EngineResult{PerSecond: 100, Delivered: 3000, Cost: engine.Cost})
+	if even.VsEngine.RatesDiffer {
+		t.Errorf("99.8/s against 100/s marked as differing: %+v", even.VsEngine)
+	}
+	b.Reset()
+	even.Print(&b)
+	if strings.Contains(b.String(), "different rates") {
+		t.Errorf("printed a note on the rates for like runs:\n%s", b.String())
+	}
+	if got := vsEngine(even, EngineResult{}); got.Rate != 0 || got.CPU != 0 {
+		t.Errorf("against an engine run that delivered nothing: %+v, want zero ratios", got)
+	}
+}

@@ -80,6 +80,10 @@ func (r DeliveryResult) Print(w io.Writer) {
 		fmt.Fprintf(w, "furrow vs bare engine: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's; machine CPU per delivery %.2fx the engine's\n",
 			r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU)
 		printExtra(w, r.VsEngine.Extra)
+		if r.VsEngine.RatesDiffer {
+			fmt.Fprintf(w, "  the runs delivered at different rates (Furrow %.1f/s, the engine %.1f/s), and a delivery costs less CPU at a higher rate: compare the CPU at an offered rate both keep up with\n",
+				r.PerSecond, r.Engine.PerSecond)
+		}
 	}
 }
 
