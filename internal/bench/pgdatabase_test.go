@@ -108,7 +108,8 @@ func TestVsEngineSaysWhenTheRatesDiffer(t *testing.T) {
 		t.Errorf("printed\n%s\nwithout the note on the rates", b.String())
 	}
 	even := DeliveryResult{PerSecond: 99.8, Delivered: 3000, Cost: behind.Cost}
-	even.Engine, even.VsEngine = &engine, vsEngine(even, EngineResult{PerSecond: 100, Delivered: 3000, Cost: engine.Cost})
+	kept := EngineResult{PerSecond: 100, Delivered: 3000, Cost: engine.Cost}
+	even.Engine, even.VsEngine = &kept, vsEngine(even, kept)
 	if even.VsEngine.RatesDiffer {
 		t.Errorf("99.8/s against 100/s marked as differing: %+v", even.VsEngine)
 	}
