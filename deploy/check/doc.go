@@ -5,5 +5,7 @@
 // stay out of the service's, and it sits below deploy/ rather than at it so
 // that deploy/observability/ stays in the root module; the root module's
 // internal/deploycheck runs `go test ./...` here, so the root module's test
-// command covers it.
+// command covers it. It requires the root module at ../.. (a replace
+// directive), so that it reads cmd/furrow's settings with the same code as
+// the documentation's checks (internal/doccheck).
 package check

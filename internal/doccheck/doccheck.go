@@ -1,14 +1,19 @@
-// Package doccheck reads Furrow's Markdown documentation so that tests can
-// hold it to the repository: the relative links of every page and the
-// headings they name, and the configuration table against the settings the
-// binary reads.
+// Package doccheck reads Furrow's Markdown documentation and deploy kit so
+// that tests can hold them to the repository: the relative links of every
+// page and the headings they name, and the configuration table and the
+// kit's environments against the settings the binary reads.
 package doccheck
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -132,4 +137,44 @@ func TableSettings(md []byte) map[string]int {
 		}
 	})
 	return out
+}
+
+// settingName is what a Furrow setting looks like.
+var settingName = regexp.MustCompile(`^FURROW_[A-Z0-9_]+$`)
+
+// Settings returns every FURROW_* variable the Go package in dir reads
+// (cmd/furrow): the string literals of its non-test sources that are whole
+// setting names, as each is handed to getenv. It fails when the sources
+// cannot be read or when a setting every build has is not among them, so
+// that a broken enumeration never passes for an empty one.
+func Settings(dir string) (map[string]bool, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("doccheck: no Go sources in %s (%v)", dir, err)
+	}
+	fset := token.NewFileSet()
+	out := map[string]bool{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, fmt.Errorf("doccheck: %w", err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if s, err := strconv.Unquote(lit.Value); err == nil && settingName.MatchString(s) {
+					out[s] = true
+				}
+			}
+			return true
+		})
+	}
+	for _, must := range []string{"FURROW_DATABASE_URL", "FURROW_TEMPORAL_ADDRESS", "FURROW_REQUEST_TIMEOUT", "FURROW_TRUSTED_PROXIES"} {
+		if !out[must] {
+			return nil, fmt.Errorf("doccheck: found %d settings in %s but not %s: the enumeration is broken", len(out), dir, must)
+		}
+	}
+	return out, nil
 }

@@ -1,15 +1,10 @@
 package doccheck
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -130,47 +125,11 @@ func TestEveryPageIsLinkedFromTheReadme(t *testing.T) {
 	}
 }
 
-// settingName is what a Furrow setting looks like.
-var settingName = regexp.MustCompile(`^FURROW_[A-Z0-9_]+$`)
-
-// readSettings returns every FURROW_* variable cmd/furrow reads: the string
-// literals of its non-test sources that are whole setting names, as each is
-// handed to getenv.
-func readSettings(t *testing.T) map[string]bool {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "cmd", "furrow", "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no sources of cmd/furrow found (%v)", err)
-	}
-	fset := token.NewFileSet()
-	out := map[string]bool{}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, err := strconv.Unquote(lit.Value); err == nil && settingName.MatchString(s) {
-					out[s] = true
-				}
-			}
-			return true
-		})
-	}
-	for _, must := range []string{"FURROW_DATABASE_URL", "FURROW_TEMPORAL_ADDRESS", "FURROW_REQUEST_TIMEOUT"} {
-		if !out[must] {
-			t.Fatalf("found %d settings in cmd/furrow but not %s: the enumeration is broken", len(out), must)
-		}
-	}
-	return out
-}
-
 func TestConfigurationTableListsEverySetting(t *testing.T) {
-	code := readSettings(t)
+	code, err := Settings(filepath.Join(root, "cmd", "furrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	table := TableSettings(read(t, configTable))
 	for name := range code {
 		if _, ok := table[name]; !ok {
@@ -224,5 +183,21 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 	}
 	if alerts < 7 {
 		t.Errorf("only %d alert rules read from alerts.yaml", alerts)
+	}
+}
+
+// A package that lacks a setting every build has is an error, not a
+// short list that the checks would hold the docs and the kit to.
+func TestSettingsRefusesABrokenEnumeration(t *testing.T) {
+	dir := t.TempDir()
+	src := "package main\n\nconst addr = \"FURROW_TEMPORAL_ADDRESS\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Settings(dir); err == nil {
+		t.Fatalf("Settings of a package without FURROW_DATABASE_URL = %v, want an error", got)
+	}
+	if _, err := Settings(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("Settings of a missing directory gave no error")
 	}
 }
