@@ -23,9 +23,10 @@ import (
 // clock's now as its Timestamp, its metric.value event, and the device's
 // last-seen time (clearing its offline mark), in one transaction. It returns
 // r and the event once committed. Concurrent calls are group-committed: a
-// few writer goroutines gather whatever is queued into one statement; a
-// batch that fails is retried row by row so that one bad reading fails
-// alone.
+// writer goroutine gathers whatever is queued into one statement, waiting
+// up to a millisecond for more while small batches keep coming fast
+// (linger); a batch that fails is retried row by row so that one bad
+// reading fails alone.
 //
 // keyHash, unless nil, is the hash of the bearer key the reading came with:
 // the reading is stored only if that is still the device's key when the
@@ -171,11 +172,12 @@ func (in *ingester) close() {
 	in.wg.Wait()
 }
 
-// run takes whatever is queued, up to maxBatch, without waiting for more,
-// and commits it.
+// run takes whatever is queued, up to maxBatch, waits for more only when
+// linger says so, and commits it.
 func (in *ingester) run(queue chan *ingestReq) {
 	defer in.wg.Done()
 	batch := make([]*ingestReq, 0, in.maxBatch)
+	var l linger
 	for first := range queue {
 		batch = append(batch[:0], first)
 	gather:
@@ -190,8 +192,32 @@ func (in *ingester) run(queue chan *ingestReq) {
 				break gather
 			}
 		}
+		if d := l.wait(len(batch), time.Now()); d > 0 {
+			n := len(batch)
+			batch = waitFor(queue, batch, min(lingerBatch, in.maxBatch), d)
+			l.took(len(batch) - n)
+		}
 		in.commit(batch)
 	}
+}
+
+// waitFor adds readings from queue to batch until it holds size, d has
+// passed or the queue is closed.
+func waitFor(queue chan *ingestReq, batch []*ingestReq, size int, d time.Duration) []*ingestReq {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for len(batch) < size {
+		select {
+		case r, ok := <-queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		case <-t.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (in *ingester) commit(batch []*ingestReq) {
