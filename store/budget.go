@@ -5,12 +5,13 @@ import (
 	"fmt"
 )
 
-// PoolBudget is what the database can still give this process's pool: a
+// PoolBudget is what the database can still give this process's pools: a
 // pool larger than the connections PostgreSQL has left waits for a
 // connection under load instead of failing, and the service slows down
 // without saying why.
 type PoolBudget struct {
-	// Pool is the most connections this process's pool opens.
+	// Pool is the most connections this process's pools open, the reading
+	// writers' included.
 	Pool int
 	// MaxConnections and Reserved are PostgreSQL's max_connections and
 	// superuser_reserved_connections.
@@ -19,7 +20,7 @@ type PoolBudget struct {
 	// InUse counts the server's connections when checked, this pool's own
 	// included.
 	InUse int
-	// Open is how many of InUse belong to this pool.
+	// Open is how many of InUse belong to this process's pools.
 	Open int
 }
 
@@ -40,7 +41,7 @@ func (b PoolBudget) String() string {
 // PoolBudget reads the database's connection settings against the pool's
 // size; the caller bounds it with ctx.
 func (db *DB) PoolBudget(ctx context.Context) (PoolBudget, error) {
-	b := PoolBudget{Pool: int(db.pool.Config().MaxConns)}
+	b := PoolBudget{Pool: int(db.pool.Config().MaxConns + db.writers.Config().MaxConns)}
 	err := db.pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int,
 		current_setting('superuser_reserved_connections')::int,
 		(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int`).
@@ -48,6 +49,6 @@ func (db *DB) PoolBudget(ctx context.Context) (PoolBudget, error) {
 	if err != nil {
 		return b, translate(err, "connection budget", "setting")
 	}
-	b.Open = int(db.pool.Stat().TotalConns())
+	b.Open = int(db.pool.Stat().TotalConns() + db.writers.Stat().TotalConns())
 	return b, nil
 }

@@ -79,3 +79,12 @@ func WriteReadingLate(ctx context.Context, db *DB, r furrow.Reading) (furrow.Out
 
 // EventsQuery is the statement of Events and its arguments, for plan tests.
 func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f) }
+
+// WriterPlans returns how many times the reading writers' connection has
+// planned their statement generically and custom-made, from
+// pg_prepared_statements, which only that connection sees.
+func WriterPlans(ctx context.Context, db *DB) (generic, custom int64, err error) {
+	err = db.writers.QueryRow(ctx, `SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0)
+		FROM pg_prepared_statements WHERE statement LIKE '%INSERT INTO readings%'`).Scan(&generic, &custom)
+	return generic, custom, err
+}

@@ -334,12 +334,12 @@ func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingest
 		oldest = min(oldest, q.reading.Timestamp)
 	}
 	if !lowersFloor(oldest, now) {
-		return db.writeReadingsWith(ctx, db.pool, reqs, now)
+		return db.writeReadingsWith(ctx, db.writers, reqs, now)
 	}
 	// A reading that waited long for its batch: its event may have to
 	// lower the outbox floor, in the batch's transaction.
 	var refused map[*ingestReq]error
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) (err error) {
+	err := pgx.BeginFunc(ctx, db.writers, func(tx pgx.Tx) (err error) {
 		refused, err = db.writeReadingsWith(ctx, tx, reqs, now)
 		return err
 	})

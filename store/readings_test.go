@@ -378,3 +378,25 @@ func TestCreateReadingChecksTheKeyWhenStoring(t *testing.T) {
 		t.Fatalf("stored %d events (%v), want 3", events, err)
 	}
 }
+
+// The writers' statement is planned once, generically, however small its
+// batches: a custom plan for each batch of one or two readings cost
+// PostgreSQL more than the rows did.
+func TestReadingWritersPlanTheirStatementOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, _ := newDB(t, newClock())
+	fx := newFixture(t, db)
+	for i := range 8 {
+		if _, _, err := db.CreateReading(ctx, reading(fx, int32(i+1), "1"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	generic, custom, err := store.WriterPlans(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if generic < 8 || custom != 0 {
+		t.Fatalf("8 readings one at a time: %d generic and %d custom plans of the writers' statement, want 8 or more and 0", generic, custom)
+	}
+}
