@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -188,15 +187,19 @@ func (o Options) withDefaults() Options {
 // 1,000 readings/s, 0.55 ms of PostgreSQL's CPU a reading against 0.31 with
 // the generic plan (BENCHMARKS.md). The statement's plan does not depend on
 // its values, and it names no partition (rows are routed as they are
-// inserted), so the generic plan is the same plan, made once.
+// inserted), so the generic plan is the same plan, made once. The setting
+// is a SET after connecting rather than a startup parameter, which a
+// connection pooler in front of PostgreSQL may refuse.
 func writerPool(cfg *pgxpool.Config, writers int32) *pgxpool.Config {
 	w := cfg.Copy()
 	w.MaxConns = writers
-	w.ConnConfig.RuntimeParams = maps.Clone(cfg.ConnConfig.RuntimeParams)
-	if w.ConnConfig.RuntimeParams == nil {
-		w.ConnConfig.RuntimeParams = map[string]string{}
+	w.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if err := RegisterTypes(ctx, conn); err != nil {
+			return err
+		}
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+		return err
 	}
-	w.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	return w
 }
 
