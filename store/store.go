@@ -211,14 +211,20 @@ func (db *DB) Close() {
 	db.pool.Close()
 }
 
-// Ping reports whether PostgreSQL answers; the caller bounds it with ctx.
-// A failed connection is discarded, so Ping succeeds again once PostgreSQL
-// is back.
+// Ping reports whether PostgreSQL answers, on a connection of each pool;
+// the caller bounds it with ctx. A failed connection is discarded, so Ping
+// succeeds again once PostgreSQL is back, and a reading that follows a
+// successful Ping does not meet a writer's connection that died meanwhile.
+// Both pools are pinged even when the first fails, so that one Ping while
+// PostgreSQL is away discards the dead connections of both.
 func (db *DB) Ping(ctx context.Context) error {
-	if err := db.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("store: ping: %w", err)
+	var first error
+	for _, p := range []*pgxpool.Pool{db.pool, db.writers} {
+		if err := p.Ping(ctx); err != nil && first == nil {
+			first = fmt.Errorf("store: ping: %w", err)
+		}
 	}
-	return nil
+	return first
 }
 
 func (db *DB) nowMs() int64 { return db.clock.Now().UnixMilli() }
