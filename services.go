@@ -172,6 +172,11 @@ type WebhookService interface {
 	AddTestEvent(ctx context.Context, webhookID uuid.UUID, e Event) error
 	// TestEvent returns a stored webhook.test event by id.
 	TestEvent(ctx context.Context, id string) (Event, error)
+	// AttemptParts reads what one delivery attempt sends, together: the
+	// webhook by id whatever its farm, as WebhookByID, and the event by
+	// id, as Event or, when test, as TestEvent. A webhook or an event that
+	// is not there is not an error: its Found flag is false.
+	AttemptParts(ctx context.Context, webhookID uuid.UUID, eventID string, test bool) (AttemptParts, error)
 	// AttemptHealth summarizes the attempt log of each webhook, in the
 	// order given, in one query: its attempts that sent something, over
 	// the HealthWindow up to now for the counts and durations, and over
@@ -180,6 +185,15 @@ type WebhookService interface {
 	// UpdateWebhook applies p to a farm's webhook and returns it as it is
 	// now.
 	UpdateWebhook(ctx context.Context, farmID, id uuid.UUID, p WebhookPatch) (Webhook, error)
+}
+
+// AttemptParts is what one delivery attempt reads
+// (WebhookService.AttemptParts). What is not there is zero.
+type AttemptParts struct {
+	Webhook      Webhook
+	WebhookFound bool
+	Event        Event
+	EventFound   bool
 }
 
 // RateLimiter decides whether a credential may make one more request.

@@ -27,7 +27,6 @@ const (
 // instance with the worker.
 type Activities struct {
 	Webhooks furrow.WebhookService
-	Events   furrow.EventService
 	// Devices and Retention serve the device sweep and the retention job.
 	Devices   furrow.DeviceService
 	Retention furrow.Retention

@@ -111,32 +111,19 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 // load reads the webhook and the event with the body to send, or says why
 // the attempt is skipped.
 func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook, furrow.Event, []byte, string, error) {
-	var e furrow.Event
-	w, err := a.Webhooks.WebhookByID(ctx, in.WebhookID)
-	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		return w, e, nil, furrow.SkipWebhookDeleted, nil
-	} else if err != nil {
-		return w, e, nil, "", err
-	} else if !w.Enabled && !in.Test {
-		return w, e, nil, furrow.SkipWebhookDisabled, nil
+	p, err := a.Webhooks.AttemptParts(ctx, in.WebhookID, in.EventID, in.Test)
+	switch {
+	case err != nil:
+		return p.Webhook, p.Event, nil, "", err
+	case !p.WebhookFound:
+		return p.Webhook, p.Event, nil, furrow.SkipWebhookDeleted, nil
+	case !p.Webhook.Enabled && !in.Test:
+		return p.Webhook, p.Event, nil, furrow.SkipWebhookDisabled, nil
+	case !p.EventFound:
+		return p.Webhook, p.Event, nil, furrow.SkipEventDeleted, nil
 	}
-	e, err = a.event(ctx, in)
-	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		return w, e, nil, furrow.SkipEventDeleted, nil
-	} else if err != nil {
-		return w, e, nil, "", err
-	}
-	body, err := json.Marshal(e)
-	return w, e, body, "", err
-}
-
-// event reads the event to send: a farm event, or the test event of a
-// test delivery.
-func (a *Activities) event(ctx context.Context, in DeliverInput) (furrow.Event, error) {
-	if in.Test {
-		return a.Webhooks.TestEvent(ctx, in.EventID)
-	}
-	return a.Events.Event(ctx, in.EventID)
+	body, err := json.Marshal(p.Event)
+	return p.Webhook, p.Event, body, "", err
 }
 
 // sent is what one POST produced.

@@ -90,7 +90,7 @@ func setup(t *testing.T, answer func(w http.ResponseWriter)) (*store, *activitie
 		furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventMetricValue,
 			OccurredAtMs: 1714564800000, Data: []byte(`{"device_id":"x","value":"21.50"}`)})
 	now := time.UnixMilli(1714564800123)
-	acts := &activities.Activities{Webhooks: s, Events: s, HTTP: srv.Client(), Clock: furrow.ClockFunc(func() time.Time { return now })}
+	acts := &activities.Activities{Webhooks: s, HTTP: srv.Client(), Clock: furrow.ClockFunc(func() time.Time { return now })}
 	return s, acts, &got
 }
 

@@ -86,7 +86,7 @@ func TestDeliverySignsWithTheSealedSecret(t *testing.T) {
 
 	deliverWith := func(step string, db *pgstore.DB) {
 		t.Helper()
-		acts := &activities.Activities{Webhooks: db, Events: db, HTTP: srv.Client(), Clock: furrow.ClockFunc(func() time.Time { return now })}
+		acts := &activities.Activities{Webhooks: db, HTTP: srv.Client(), Clock: furrow.ClockFunc(func() time.Time { return now })}
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestActivityEnvironment()
 		env.RegisterActivity(acts)

@@ -255,6 +255,11 @@ func TestEventByIDFindsItsPartition(t *testing.T) {
 	clock := futureClock()
 	db, _ := newDB(t, clock)
 	fx := newFixture(t, db)
+	hook, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: fx.farm.ID, URL: "https://hooks.example.com/in",
+		Secret: furrow.WebhookSecretPrefix + "c2VjcmV0", Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A v7 id whose time is the event's, one whose time is another day,
 	// and a random v4 id.
 	at := clock.Now().UnixMilli()
@@ -271,6 +276,12 @@ func TestEventByIDFindsItsPartition(t *testing.T) {
 		got, err := db.Event(ctx, id)
 		if err != nil || got.ID != id || got.OccurredAtMs != e.OccurredAtMs {
 			t.Fatalf("Event(%s) = %+v, %v", id, got, err)
+		}
+		// A delivery attempt's batched read finds it too, even when the
+		// partition its id names is not there and ended the batch.
+		p, err := db.AttemptParts(ctx, hook.ID, id, false)
+		if err != nil || !p.WebhookFound || p.Webhook.ID != hook.ID || !p.EventFound || p.Event.ID != id {
+			t.Fatalf("AttemptParts(%s) = %+v, %v", id, p, err)
 		}
 		// The key is (id, occurred_at_ms): the same pair again conflicts.
 		_, err = db.CreateEvent(ctx, furrow.Event{ID: id, Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, OccurredAtMs: at})

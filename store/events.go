@@ -237,16 +237,27 @@ func (db *DB) Event(ctx context.Context, id string) (furrow.Event, error) {
 	if err != nil {
 		return furrow.Event{}, err
 	}
-	const cols = "SELECT " + eventColumns + " FROM "
-	if ms, ok := furrow.EventUUIDTime(u); ok {
-		part := pgx.Identifier{db.eventParts.name(utcDay(time.UnixMilli(ms)))}.Sanitize()
-		e, err := scanEvent(db.pool.QueryRow(ctx, cols+part+" WHERE id = $1", u))
-		if err == nil || ctx.Err() != nil {
-			return e, translate(err, "event", "event")
-		}
+	q, named := db.eventSQL(u)
+	e, err := scanEvent(db.pool.QueryRow(ctx, q, u))
+	if named && err != nil && ctx.Err() == nil {
+		e, err = scanEvent(db.pool.QueryRow(ctx, eventAnywhereSQL, u))
 	}
-	e, err := scanEvent(db.pool.QueryRow(ctx, cols+"events WHERE id = $1 LIMIT 1", u))
 	return e, translate(err, "event", "event")
+}
+
+// eventAnywhereSQL reads the event $1 in every partition's key index.
+const eventAnywhereSQL = "SELECT " + eventColumns + " FROM events WHERE id = $1 LIMIT 1"
+
+// eventSQL is the statement that reads the event u first: in the
+// partition its id names, if it names one (named is then true, and a miss
+// is looked for again with eventAnywhereSQL), else everywhere.
+func (db *DB) eventSQL(u uuid.UUID) (q string, named bool) {
+	ms, ok := furrow.EventUUIDTime(u)
+	if !ok {
+		return eventAnywhereSQL, false
+	}
+	part := pgx.Identifier{db.eventParts.name(utcDay(time.UnixMilli(ms)))}.Sanitize()
+	return "SELECT " + eventColumns + " FROM " + part + " WHERE id = $1", true
 }
 
 // Events lists a farm's events, newest first, filtered by type and since

@@ -97,9 +97,12 @@ func (db *DB) Webhook(ctx context.Context, farmID, id uuid.UUID) (furrow.Webhook
 
 // WebhookByID returns a webhook whatever its farm; ENOTFOUND if none.
 func (db *DB) WebhookByID(ctx context.Context, id uuid.UUID) (furrow.Webhook, error) {
-	w, err := db.readWebhook(ctx, "SELECT "+webhookColumns+" FROM webhooks WHERE id = $1", id)
+	w, err := db.readWebhook(ctx, webhookByIDSQL, id)
 	return w, translate(err, "webhook", "webhook")
 }
+
+// webhookByIDSQL reads the webhook $1 whatever its farm.
+const webhookByIDSQL = "SELECT " + webhookColumns + " FROM webhooks WHERE id = $1"
 
 // Webhooks lists a farm's webhooks, oldest first.
 func (db *DB) Webhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhook, error) {

@@ -33,10 +33,13 @@ func (db *DB) TestEvent(ctx context.Context, id string) (furrow.Event, error) {
 	if err != nil {
 		return furrow.Event{}, err
 	}
-	e, err := scanEvent(db.pool.QueryRow(ctx, `SELECT id, '`+furrow.EventWebhookTest+`', farm_id, occurred_at_ms, data
-		FROM webhook_test_events WHERE id = $1`, u))
+	e, err := scanEvent(db.pool.QueryRow(ctx, testEventSQL, u))
 	return e, translate(err, "test event", "event")
 }
+
+// testEventSQL reads the webhook.test event $1.
+const testEventSQL = `SELECT id, '` + furrow.EventWebhookTest + `', farm_id, occurred_at_ms, data
+		FROM webhook_test_events WHERE id = $1`
 
 // pruneTestEvents removes the test events that occurred before beforeMs.
 func (db *DB) pruneTestEvents(ctx context.Context, beforeMs int64) (int64, error) {

@@ -23,7 +23,7 @@ import (
 func runDelivery(t *testing.T, f *fixture, client *http.Client, schedule []time.Duration) workflows.DeliveryResult {
 	t.Helper()
 	env := newEnv()
-	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: client,
+	acts := &activities.Activities{Webhooks: f.store, HTTP: client,
 		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter}
 	ftemporal.Register(env, acts)
 	_, in := workflows.DeliveryStart("id", f.webhook, f.event, schedule)

@@ -71,7 +71,7 @@ func TestWebhookAnnouncesEachTransitionOnce(t *testing.T) {
 	sigs = append(sigs, failed(5)...)
 	sigs = append(sigs, signal{reenable: true})
 	env := newEnv()
-	runWebhookWith(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now), Live: live}, f,
+	runWebhookWith(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now), Live: live}, f,
 		workflows.WebhookInput{WebhookID: f.webhook.ID}, sigs)
 	es := wantLifecycle(t, f, disabled, byAPI, disabled, bySignal)
 	if len(live.events) != len(es) || live.events[0].ID != es[0].ID || live.events[3].ID != es[3].ID {
@@ -112,7 +112,7 @@ func TestWebhookTransitionRetriedAfterCommitStoresOnce(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	s := &commitThenFail{store: f.store}
 	env := newEnv()
-	runWebhookWith(env, &activities.Activities{Webhooks: s, Events: s, Clock: furrow.ClockFunc(env.Now)}, f,
+	runWebhookWith(env, &activities.Activities{Webhooks: s, Clock: furrow.ClockFunc(env.Now)}, f,
 		workflows.WebhookInput{WebhookID: f.webhook.ID}, failed(5))
 	if n := s.calls.Load(); n != 2 {
 		t.Fatalf("TransitionWebhook called %d times, want a failed call and its retry", n)
@@ -126,7 +126,7 @@ func TestWebhookTransitionRetriedAfterCommitStoresOnce(t *testing.T) {
 func TestWebhookTransitionsAcrossContinueAsNew(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	env := newEnv()
-	acts := &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)}
+	acts := &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)}
 	// Disabled, then delivered chains until the run continues as new.
 	env.RegisterDelayedCallback(func() {
 		for range furrow.MaxFailedChains {
@@ -149,7 +149,7 @@ func TestWebhookTransitionsAcrossContinueAsNew(t *testing.T) {
 		t.Fatalf("continued with state %+v, want disabled at transition 1", next.State)
 	}
 	env = newEnv()
-	runWebhookWith(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)}, f,
+	runWebhookWith(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)}, f,
 		next, []signal{{reenable: true}})
 	wantLifecycle(t, f, disabled, bySignal)
 	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.StateSeq != 2 {
@@ -179,7 +179,7 @@ func TestWebhookNumbersFromTheStoredTransition(t *testing.T) {
 func TestWebhookBeforeLifecycleEventsWritesNoEvent(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	env := newEnv()
-	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
 	env.OnGetVersion("lifecycle-events", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	signalWebhook(env, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, append(failed(5), signal{reenable: true}))
 	wantLifecycle(t, f)

@@ -53,7 +53,7 @@ func TestDeliveryTellsItsStory(t *testing.T) {
 	env := newEnv()
 	rec := &summaries{}
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}, DeadlockDetectionTimeout: deadlockBound})
-	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(),
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, HTTP: srv.Client(),
 		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter})
 	var waiting string
 	// Attempts 1, 2, 3 come at 0, 30s and 2m30s; then the chain waits 10m.
@@ -81,7 +81,7 @@ func TestDeliveryTellsItsStory(t *testing.T) {
 func TestWebhookAnswersItsState(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	env := newEnv()
-	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
 	start := env.Now()
 	type seen struct {
 		state   workflows.WebhookState

@@ -36,7 +36,7 @@ func runEnded(t *testing.T, f *fixture, client *http.Client, schedule []time.Dur
 	env := newEnv()
 	rec := &upserts{}
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}, DeadlockDetectionTimeout: deadlockBound})
-	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: client,
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, HTTP: client,
 		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter})
 	if version != nil {
 		env.OnGetVersion("outcome-search-attributes", workflow.DefaultVersion, 1).Return(*version)

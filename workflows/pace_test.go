@@ -60,7 +60,7 @@ func TestDeliveryWaitsForTheRateWithoutUsingAnAttempt(t *testing.T) {
 	// The first attempt waits 30 s for its slot, the second 2 min.
 	p := &pacer{waits: []time.Duration{30 * time.Second, 2 * time.Minute}}
 	env := newEnv()
-	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(),
+	acts := &activities.Activities{Webhooks: f.store, HTTP: srv.Client(),
 		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter, Pacer: p}
 	ftemporal.Register(env, acts)
 	var waiting string
@@ -97,7 +97,7 @@ func TestDeliveryOfAnUnlimitedWebhookTakesNoSlot(t *testing.T) {
 	f := newFixture(srv.URL, 0)
 	p := &pacer{waits: []time.Duration{time.Hour}}
 	env := newEnv()
-	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(),
+	acts := &activities.Activities{Webhooks: f.store, HTTP: srv.Client(),
 		Clock: furrow.ClockFunc(env.Now), Reporter: f.reporter, Pacer: p}
 	ftemporal.Register(env, acts)
 	_, in := workflows.DeliveryStart("id", f.webhook, f.event, nil)

@@ -88,7 +88,7 @@ func record(t *testing.T) {
 	}))
 	defer srv.Close()
 	f := newFixture(srv.URL, furrow.MaxFailedChains-1)
-	acts := &activities.Activities{Webhooks: f.store, Events: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
+	acts := &activities.Activities{Webhooks: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
 		Reporter: ftemporal.NewReporter(c), Pacer: &pacer{waits: []time.Duration{0, time.Second}}}
 	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
 	if err := w.Start(); err != nil {

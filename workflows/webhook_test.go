@@ -32,7 +32,7 @@ type signal struct {
 func runWebhook(t *testing.T, f *fixture, in workflows.WebhookInput, signals []signal) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	env := newEnv()
-	return runWebhookWith(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)}, f, in, signals)
+	return runWebhookWith(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)}, f, in, signals)
 }
 
 // runWebhookWith is runWebhook in env with the activities acts.
@@ -127,7 +127,7 @@ func TestWebhookEndsWhenDeleted(t *testing.T) {
 func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	env := newEnv()
-	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Events: f.store, Clock: furrow.ClockFunc(env.Now)})
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
 	// All signals arrive together, so the run must drain what is pending
 	// after its bound before continuing as new.
 	env.RegisterDelayedCallback(func() {

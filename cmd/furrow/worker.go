@@ -125,7 +125,7 @@ func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.C
 		return nil, err
 	}
 	return &activities.Activities{
-		Webhooks: db, Events: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
+		Webhooks: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
 		Reporter: temporal.NewReporter(tc), Live: events, Metrics: obs.metrics, Pacer: pacer,
 	}, nil
 }

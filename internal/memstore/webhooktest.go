@@ -48,3 +48,22 @@ func (s *Store) TestEvent(ctx context.Context, id string) (furrow.Event, error) 
 func (s *Store) pruneTestEvents(beforeMs int64) {
 	maps.DeleteFunc(s.testEvents, func(_ string, e furrow.Event) bool { return e.OccurredAtMs < beforeMs })
 }
+
+// AttemptParts implements furrow.WebhookService.
+func (s *Store) AttemptParts(ctx context.Context, webhookID uuid.UUID, eventID string, test bool) (furrow.AttemptParts, error) {
+	return do(ctx, s, "AttemptParts", []any{webhookID, eventID, test}, func() (furrow.AttemptParts, error) {
+		var p furrow.AttemptParts
+		if _, err := furrow.ParseEventID(eventID); err != nil {
+			return p, err
+		}
+		if w := s.webhook(webhookID); w != nil {
+			p.Webhook, p.WebhookFound = w.copied(s.nowMs()), true
+		}
+		if test {
+			p.Event, p.EventFound = s.testEvents[eventID]
+		} else if e, ok := s.eventIDs[eventID]; ok {
+			p.Event, p.EventFound = e.copied(), true
+		}
+		return p, nil
+	})
+}

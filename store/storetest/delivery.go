@@ -12,8 +12,9 @@ import (
 )
 
 // DeliverySubject is the part of the store the delivery engine's
-// activities use (WebhookByID, SetWebhookState and AddAttempt of Webhooks,
-// Event of Events), and a way to put a webhook and an event in it.
+// activities use (AttemptParts, WebhookByID, SetWebhookState, AddTestEvent
+// and AddAttempt of Webhooks), the Events they are checked against, and a
+// way to put a webhook and an event in it.
 type DeliverySubject struct {
 	Webhooks furrow.WebhookService
 	Events   furrow.EventService
@@ -74,6 +75,45 @@ func DeliveryStore(t *testing.T, newSubject NewDelivery) {
 			var a, b any
 			if json.Unmarshal(ev.Data, &a) != nil || json.Unmarshal(e.Data, &b) != nil || !jsonEqual(a, b) {
 				t.Fatalf("event data %s, want %s", ev.Data, e.Data)
+			}
+			p, err := s.Webhooks.AttemptParts(ctx, w.ID, e.ID, false)
+			if err != nil || !p.WebhookFound || !p.EventFound || !sameWebhook(p.Webhook, got) ||
+				p.Event.ID != ev.ID || p.Event.Type != ev.Type || p.Event.OccurredAtMs != ev.OccurredAtMs ||
+				!sameJSON(p.Event.Data, ev.Data) {
+				t.Fatalf("AttemptParts = %+v (%v), want %+v and %+v", p, err, got, ev)
+			}
+		},
+		"AttemptPartsSayWhatIsThere": func(t *testing.T, ctx context.Context, s DeliverySubject, w furrow.Webhook, e furrow.Event) {
+			test := furrow.NewWebhookTestEvent(w, furrow.Millis(Start))
+			if err := s.Webhooks.AddTestEvent(ctx, w.ID, test); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				what      string
+				webhook   uuid.UUID
+				event     string
+				test      bool
+				hook, ev  bool
+				eventID   string
+				eventFarm uuid.UUID
+			}{
+				{"both", w.ID, e.ID, false, true, true, e.ID, w.FarmID},
+				{"the test event", w.ID, test.ID, true, true, true, test.ID, w.FarmID},
+				{"a farm event as a test event", w.ID, e.ID, true, true, false, "", uuid.Nil},
+				{"a test event as a farm event", w.ID, test.ID, false, true, false, "", uuid.Nil},
+				{"no event", w.ID, furrow.NewEventID(), false, true, false, "", uuid.Nil},
+				{"no webhook", uuid.New(), e.ID, false, false, true, e.ID, w.FarmID},
+				{"neither", uuid.New(), furrow.NewEventID(), false, false, false, "", uuid.Nil},
+			} {
+				p, err := s.Webhooks.AttemptParts(ctx, c.webhook, c.event, c.test)
+				if err != nil || p.WebhookFound != c.hook || p.EventFound != c.ev ||
+					p.Event.ID != c.eventID || p.Event.FarmID != c.eventFarm ||
+					(c.hook && p.Webhook.ID != w.ID) || (!c.hook && p.Webhook.ID != uuid.Nil) {
+					t.Fatalf("%s: AttemptParts = %+v (%v), want webhook %v, event %v", c.what, p, err, c.hook, c.ev)
+				}
+			}
+			if _, err := s.Webhooks.AttemptParts(ctx, w.ID, "evt_nope", false); furrow.ErrorCode(err) != furrow.EINVALID {
+				t.Fatalf("AttemptParts(malformed event id): %v, want EINVALID", err)
 			}
 		},
 		"UnknownIsNotFound": func(t *testing.T, ctx context.Context, s DeliverySubject, _ furrow.Webhook, _ furrow.Event) {
