@@ -50,7 +50,8 @@ func benchmarkCreateReading(b *testing.B, writers int) {
 }
 
 // BenchmarkAttemptStoreWork measures what a delivery attempt asks of the
-// store: the webhook and the event read, and the attempt row written.
+// store: the webhook and the event read, in one batch as attempts read
+// them or apart, and the attempt row written.
 func BenchmarkAttemptStoreWork(b *testing.B) {
 	ctx := context.Background()
 	db, _ := newDB(b, furrow.SystemClock{})
@@ -63,18 +64,38 @@ func BenchmarkAttemptStoreWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := db.WebhookByID(ctx, w.ID); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := db.Event(ctx, ev.ID); err != nil {
-			b.Fatal(err)
-		}
-		a := furrow.Attempt{DeliveryID: uuid.New(), WebhookID: w.ID, EventID: ev.ID, Attempt: 1, StatusCode: 200, AtMs: furrow.Millis(time.Now())}
-		if err := db.AddAttempt(ctx, a); err != nil {
-			b.Fatal(err)
-		}
+	work := []struct {
+		name string
+		do   func() error
+	}{
+		{"reads=batched", func() error {
+			p, err := db.AttemptParts(ctx, w.ID, ev.ID, false)
+			if err == nil && (!p.WebhookFound || !p.EventFound) {
+				err = fmt.Errorf("AttemptParts = %+v", p)
+			}
+			return err
+		}},
+		{"reads=apart", func() error {
+			if _, err := db.WebhookByID(ctx, w.ID); err != nil {
+				return err
+			}
+			_, err := db.Event(ctx, ev.ID)
+			return err
+		}},
+		{"row", func() error {
+			return db.AddAttempt(ctx, furrow.Attempt{DeliveryID: uuid.New(), WebhookID: w.ID, EventID: ev.ID,
+				Attempt: 1, StatusCode: 200, AtMs: furrow.Millis(time.Now())})
+		}},
+	}
+	for _, wk := range work {
+		b.Run(wk.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := wk.do(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
