@@ -12,10 +12,9 @@ import (
 
 // AttemptParts reads the webhook and the event of one delivery attempt.
 // Both statements go to the database in one batch, so an attempt's reads
-// cost it one round trip and one transaction instead of two: at a
-// delivery's rate, a statement's own cost is most of what it costs
-// PostgreSQL. An event missing from the partition its id names is looked
-// for everywhere after, as Event does.
+// cost one round trip and one transaction instead of two: a read's round
+// trip costs both processes more than its work. An event missing from the
+// partition its id names is looked for everywhere after, as Event does.
 func (db *DB) AttemptParts(ctx context.Context, webhookID uuid.UUID, eventID string, test bool) (furrow.AttemptParts, error) {
 	var p furrow.AttemptParts
 	u, err := furrow.ParseEventID(eventID)

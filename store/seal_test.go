@@ -101,6 +101,10 @@ func TestSecretSealedAtRest(t *testing.T) {
 	reads := map[string]func() (furrow.Webhook, error){
 		"Webhook":     func() (furrow.Webhook, error) { return db.Webhook(ctx, f.farm.ID, w.ID) },
 		"WebhookByID": func() (furrow.Webhook, error) { return db.WebhookByID(ctx, w.ID) },
+		"AttemptParts": func() (furrow.Webhook, error) {
+			p, err := db.AttemptParts(ctx, w.ID, furrow.NewEventID(), false)
+			return p.Webhook, err
+		},
 		"Webhooks": func() (furrow.Webhook, error) {
 			ws, err := db.Webhooks(ctx, f.farm.ID)
 			if err != nil || len(ws) != 1 {
