@@ -20,10 +20,19 @@ func TestLingerNeverHoldsALoneReadingAtALowRate(t *testing.T) {
 	var l linger
 	start := time.Unix(1_700_000_000, 0)
 	for i := range 100 {
-		// 1,000 readings/s, one at a time: under lingerAhead per maxLinger.
-		if d := l.wait(1, start.Add(time.Duration(i)*time.Millisecond)); d != 0 {
-			t.Fatalf("batch %d of one reading at 1,000/s waits %v, want 0", i, d)
+		// 500 readings/s, one at a time: under lingerAhead per maxLinger.
+		if d := l.wait(1, start.Add(time.Duration(i)*2*time.Millisecond)); d != 0 {
+			t.Fatalf("batch %d of one reading at 500/s waits %v, want 0", i, d)
 		}
+	}
+}
+
+func TestLingerWaitsAtAMillionDevicesMeanRate(t *testing.T) {
+	var l linger
+	// 1,111 readings/s, one at a time: about one more within maxLinger.
+	_, d := feed(&l, time.Unix(1_700_000_000, 0), 1, 900*time.Microsecond, 20)
+	if d <= 0 || d > maxLinger {
+		t.Fatalf("at 1,111/s in ones the wait is %v, want within (0, %v]", d, maxLinger)
 	}
 }
 
