@@ -180,9 +180,9 @@ func (o Options) withDefaults() Options {
 }
 
 // writerPool is the configuration of the reading writers' pool: one
-// connection a writer, like cfg but for plan_cache_mode. A batch of one or
-// two readings, as at moderate rates, made PostgreSQL plan the writers'
-// statement anew each time (its custom plan looks cheaper than the generic
+// connection a writer, like cfg (its AfterConnect included) but for
+// plan_cache_mode. A batch of one or two readings, as at moderate rates,
+// made PostgreSQL plan the writers' statement anew each time (its custom plan looks cheaper than the generic
 // one for a short batch), which cost more than the rows themselves: at
 // 1,000 readings/s, 0.55 ms of PostgreSQL's CPU a reading against 0.31 with
 // the generic plan (BENCHMARKS.md). The statement's plan does not depend on
@@ -193,9 +193,12 @@ func (o Options) withDefaults() Options {
 func writerPool(cfg *pgxpool.Config, writers int32) *pgxpool.Config {
 	w := cfg.Copy()
 	w.MaxConns = writers
+	connected := cfg.AfterConnect
 	w.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		if err := RegisterTypes(ctx, conn); err != nil {
-			return err
+		if connected != nil {
+			if err := connected(ctx, conn); err != nil {
+				return err
+			}
 		}
 		_, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
 		return err
