@@ -170,12 +170,11 @@ type WebhookService interface {
 	// listed with the farm's events, and is kept as long as attempts. An
 	// unknown webhook is ENOTFOUND.
 	AddTestEvent(ctx context.Context, webhookID uuid.UUID, e Event) error
-	// TestEvent returns a stored webhook.test event by id.
-	TestEvent(ctx context.Context, id string) (Event, error)
 	// AttemptParts reads what one delivery attempt sends, together: the
 	// webhook by id whatever its farm, as WebhookByID, and the event by
-	// id, as Event or, when test, as TestEvent. A webhook or an event that
-	// is not there is not an error: its Found flag is false.
+	// id, as Event or, when test, among the webhook.test events
+	// (AddTestEvent). A webhook or an event that is not there is not an
+	// error: its Found flag is false. A malformed event id is EINVALID.
 	AttemptParts(ctx context.Context, webhookID uuid.UUID, eventID string, test bool) (AttemptParts, error)
 	// AttemptHealth summarizes the attempt log of each webhook, in the
 	// order given, in one query: its attempts that sent something, over

@@ -26,9 +26,10 @@ func TestTestDelivery(t *testing.T) {
 	if len(h.engine.tested) != 1 || h.engine.tested[0].ID != out.EventID || h.engine.tested[0].Type != furrow.EventWebhookTest {
 		t.Fatalf("started %+v, answered %q", h.engine.tested, out.EventID)
 	}
-	stored, err := h.store.TestEvent(t.Context(), out.EventID)
-	if err != nil || stored.FarmID != h.farm || stored.OccurredAtMs != furrow.Millis(h.clock.Now()) {
-		t.Fatalf("stored test event %+v (%v)", stored, err)
+	parts, err := h.store.AttemptParts(t.Context(), w.ID, out.EventID, true)
+	stored := parts.Event
+	if err != nil || !parts.EventFound || stored.FarmID != h.farm || stored.OccurredAtMs != furrow.Millis(h.clock.Now()) {
+		t.Fatalf("stored test event %+v (%v)", parts, err)
 	}
 	if es, _ := h.store.Events(t.Context(), furrow.EventFilter{FarmID: h.farm}); len(es) != 0 || h.engine.wakes != 0 {
 		t.Fatalf("the test event is a farm event: %+v, %d wakes", es, h.engine.wakes)

@@ -27,16 +27,6 @@ func (db *DB) AddTestEvent(ctx context.Context, webhookID uuid.UUID, e furrow.Ev
 	return nil
 }
 
-// TestEvent returns a stored webhook.test event; ENOTFOUND if none.
-func (db *DB) TestEvent(ctx context.Context, id string) (furrow.Event, error) {
-	u, err := furrow.ParseEventID(id)
-	if err != nil {
-		return furrow.Event{}, err
-	}
-	e, err := scanEvent(db.pool.QueryRow(ctx, testEventSQL, u))
-	return e, translate(err, "test event", "event")
-}
-
 // testEventSQL reads the webhook.test event $1.
 const testEventSQL = `SELECT id, '` + furrow.EventWebhookTest + `', farm_id, occurred_at_ms, data
 		FROM webhook_test_events WHERE id = $1`

@@ -29,20 +29,6 @@ func (s *Store) AddTestEvent(ctx context.Context, webhookID uuid.UUID, e furrow.
 	return err
 }
 
-// TestEvent implements furrow.WebhookService.
-func (s *Store) TestEvent(ctx context.Context, id string) (furrow.Event, error) {
-	return do(ctx, s, "TestEvent", []any{id}, func() (furrow.Event, error) {
-		if _, err := furrow.ParseEventID(id); err != nil {
-			return furrow.Event{}, err
-		}
-		e, ok := s.testEvents[id]
-		if !ok {
-			return furrow.Event{}, notFound("event")
-		}
-		return e, nil
-	})
-}
-
 // pruneTestEvents removes the test events that occurred before beforeMs;
 // the caller holds the lock.
 func (s *Store) pruneTestEvents(beforeMs int64) {

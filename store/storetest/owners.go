@@ -19,11 +19,12 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 			w := e.webhook(f.ID)
 			ev := furrow.NewWebhookTestEvent(w, furrow.Millis(e.clock.Now()))
 			e.must(e.Webhooks.AddTestEvent(e.ctx, w.ID, ev))
-			got, err := e.Webhooks.TestEvent(e.ctx, ev.ID)
+			parts, err := e.Webhooks.AttemptParts(e.ctx, w.ID, ev.ID, true)
 			e.must(err)
-			if got.ID != ev.ID || got.Type != furrow.EventWebhookTest || got.FarmID != f.ID ||
+			got := parts.Event
+			if !parts.EventFound || got.ID != ev.ID || got.Type != furrow.EventWebhookTest || got.FarmID != f.ID ||
 				got.OccurredAtMs != ev.OccurredAtMs || !sameJSON(got.Data, ev.Data) {
-				e.t.Fatalf("TestEvent = %+v, want %+v", got, ev)
+				e.t.Fatalf("AttemptParts(test event) = %+v, want %+v", parts, ev)
 			}
 			listed, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
 			e.must(err)
@@ -45,10 +46,9 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 			w := e.webhook(f.ID)
 			ev := furrow.NewWebhookTestEvent(w, furrow.Millis(e.clock.Now()))
 			e.wantCode(e.Webhooks.AddTestEvent(e.ctx, uuid.New(), ev), furrow.ENOTFOUND, "AddTestEvent(unknown webhook)")
-			_, err := e.Webhooks.TestEvent(e.ctx, ev.ID)
-			e.wantCode(err, furrow.ENOTFOUND, "TestEvent(never stored)")
-			_, err = e.Webhooks.TestEvent(e.ctx, "nope")
-			e.wantCode(err, furrow.EINVALID, "TestEvent(malformed id)")
+			e.wantTestEvent(w.ID, ev.ID, false, "never stored")
+			_, err := e.Webhooks.AttemptParts(e.ctx, w.ID, "nope", true)
+			e.wantCode(err, furrow.EINVALID, "AttemptParts(malformed test event id)")
 		},
 		"TestEventGoesWithRetention": func(e *env) {
 			f, _ := e.farm()
@@ -57,12 +57,10 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 			e.must(e.Webhooks.AddTestEvent(e.ctx, w.ID, ev))
 			_, err := e.Webhooks.PruneAttempts(e.ctx, e.clock.Now().Add(-time.Hour))
 			e.must(err)
-			_, err = e.Webhooks.TestEvent(e.ctx, ev.ID)
-			e.must(err)
+			e.wantTestEvent(w.ID, ev.ID, true, "before retention")
 			_, err = e.Webhooks.PruneAttempts(e.ctx, e.clock.Now().Add(time.Hour))
 			e.must(err)
-			_, err = e.Webhooks.TestEvent(e.ctx, ev.ID)
-			e.wantCode(err, furrow.ENOTFOUND, "TestEvent after retention")
+			e.wantTestEvent(w.ID, ev.ID, false, "after retention")
 		},
 		"HealthSummarizesTheWindowAndTheWholeLog": func(e *env) {
 			f, _ := e.farm()
@@ -148,4 +146,15 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 			}
 		},
 	})
+}
+
+// wantTestEvent fails unless the test event id is stored (found) or not,
+// as an attempt of webhook reads it.
+func (e *env) wantTestEvent(webhook uuid.UUID, id string, found bool, when string) {
+	e.t.Helper()
+	p, err := e.Webhooks.AttemptParts(e.ctx, webhook, id, true)
+	e.must(err)
+	if p.EventFound != found || (found && p.Event.ID != id) {
+		e.t.Fatalf("test event %s: found %v (%+v), want found %v", when, p.EventFound, p.Event, found)
+	}
 }
