@@ -184,9 +184,9 @@ func (o Options) withDefaults() Options {
 // plan_cache_mode. A batch of one or two readings, as at moderate rates,
 // made PostgreSQL plan the writers' statement anew each time (its custom
 // plan looks cheaper than the generic one for a short batch), which cost
-// more than the rows themselves: at
-// 1,000 readings/s, 0.55 ms of PostgreSQL's CPU a reading against 0.31 with
-// the generic plan (BENCHMARKS.md). The statement's plan does not depend on
+// more than the rows themselves: at 1,000 readings/s, 0.55 ms of
+// PostgreSQL's CPU a reading against 0.31 with the generic plan
+// (BENCHMARKS.md). The statement's plan does not depend on
 // its values, and it names no partition (rows are routed as they are
 // inserted), so the generic plan is the same plan, made once. The setting
 // is a SET after connecting rather than a startup parameter, which a
