@@ -160,17 +160,18 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 	fs.IntVar(&c.Devices, "devices", 0, "devices; default one per reading per second, so none nears its rate limit")
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "connections")
 	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
-	fs.StringVar(&c.TemporalAddress, "temporal", cfg.TemporalAddress, "with --url: the Temporal frontend (host:port) the server uses, to measure the bare engine on it first; default FURROW_TEMPORAL_ADDRESS")
+	fs.StringVar(&c.TemporalAddress, "temporal", cfg.TemporalAddress, "with --url: the Temporal frontend (host:port) the server uses, to measure the bare engine on it too; default FURROW_TEMPORAL_ADDRESS")
 	fs.StringVar(&c.Namespace, "namespace", cfg.TemporalNamespace, "the Temporal namespace of the bare-engine run; default FURROW_TEMPORAL_NAMESPACE")
-	fs.BoolVar(&c.NoEngine, "no-engine", false, "do not measure the bare engine first")
+	fs.BoolVar(&c.NoEngine, "no-engine", false, "do not measure the bare engine")
+	fs.IntVar(&c.Turns, "turns", 2, "turns each of the bare engine and Furrow takes, alternately, each of --duration divided by --turns")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if c.URL == "" {
 		c.TemporalAddress = "" // the started `furrow dev` runs its own
 	}
-	if c.Rate <= 0 || c.Duration <= 0 || c.Concurrency < 1 || c.Devices < 0 {
-		return fmt.Errorf("bench delivery: --rate, --duration and --concurrency must be positive: %w", errUsage)
+	if c.Rate <= 0 || c.Duration <= 0 || c.Concurrency < 1 || c.Devices < 0 || c.Turns < 1 {
+		return fmt.Errorf("bench delivery: --rate, --duration, --concurrency and --turns must be positive: %w", errUsage)
 	}
 	if c.URL != "" && c.CertDir == "" {
 		return fmt.Errorf("bench delivery: --url needs --cert-dir, whose receiver.pem the server trusts: %w", errUsage)

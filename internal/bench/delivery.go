@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -37,12 +38,15 @@ type DeliveryConfig struct {
 	Pid         int
 	// TemporalAddress and Namespace name the Temporal of a running server;
 	// with them (or with the started `furrow dev`'s own) the run measures
-	// the bare engine first (see Engine). Empty TemporalAddress with URL
-	// set, or NoEngine, skips that.
+	// the bare engine too, in turns with Furrow (see turnOrder). Empty
+	// TemporalAddress with URL set, or NoEngine, skips that.
 	TemporalAddress string
 	Namespace       string
 	NoEngine        bool
-	Logger          *slog.Logger
+	// Turns is how many turns each side takes, each of Duration/Turns
+	// (0: one); without the engine Furrow runs for Duration in one turn.
+	Turns  int
+	Logger *slog.Logger
 }
 
 // DeliveryResult is what a delivery run measured.
@@ -73,10 +77,13 @@ type DeliveryResult struct {
 	Settings map[string]string `json:"postgres_settings,omitempty"`
 	// Speed is the machine's speed before, during and after the runs.
 	Speed Speed `json:"machine_speed_us"`
-	// Engine is the bare engine's run on the same Temporal just before,
-	// and VsEngine Furrow's figures as its fractions; nil when skipped.
+	// Engine is the bare engine's turns on the same Temporal, and VsEngine
+	// Furrow's figures as its fractions; nil when skipped.
 	Engine   *EngineResult `json:"engine,omitempty"`
 	VsEngine *EngineRatio  `json:"vs_engine,omitempty"`
+	// Turns is how many turns each side took.
+	Turns int `json:"turns"`
+	raw   rawTurns
 }
 
 // EngineRatio is Furrow's delivery as a fraction of the bare engine's on
@@ -90,6 +97,10 @@ type EngineRatio struct {
 	// CPU is the machine's busy CPU per delivery, Furrow's run over the
 	// engine's: above 1, the share of Furrow's own work.
 	CPU float64 `json:"machine_cpu"`
+	// CPUByTurn is CPU turn by turn: Furrow's k-th turn over the engine's
+	// k-th, the two run one beside the other. How far these spread is how
+	// far the machine's speed moved during the run.
+	CPUByTurn []float64 `json:"machine_cpu_by_turn,omitempty"`
 	// Extra is where Furrow's extra CPU per delivery goes, in ms: Furrow's
 	// run's figure less the engine's for each share (see Cost.shares).
 	Extra map[string]float64 `json:"extra_ms_per_delivery,omitempty"`
@@ -119,9 +130,10 @@ func vsEngine(r DeliveryResult, e EngineResult) *EngineRatio {
 
 // Delivery subscribes a verifying HTTPS receiver to a fresh farm, posts
 // readings at cfg.Rate per second for cfg.Duration and measures, for each
-// 201, the time until the receiver got its event; then it waits up to
-// cfg.Drain for every accepted reading's event. It fails only when the run
-// cannot be set up.
+// 201, the time until the receiver got its event; each turn then waits up
+// to cfg.Drain for every accepted reading's event. With the engine, the
+// bare engine's turns alternate with Furrow's (see turnOrder). It fails
+// only when the run cannot be set up.
 func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -160,34 +172,23 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 	}
 	log.Info("fleet and webhook ready", "farm", fl.farm, "devices", len(fl.devices), "receiver", rcv.URL)
 	load, settings := loadAverage(), postgresSettings(ctx, target.databaseURL)
-	var engine *EngineResult
-	var speed Speed
+	rcv.SetSecret(hook.Secret)
+	var eng *engine
 	if !cfg.NoEngine && target.temporal != "" {
-		speed.EngineStart = probeSpeed()
-		sampler, cost := startSpeedSampler(speedInterval), startCost(ctx, target.databaseURL, target.pid)
-		e, err := Engine(ctx, EngineConfig{
+		eng, err = startEngine(EngineConfig{
 			TemporalAddress: target.temporal, Namespace: or(cfg.Namespace, "default"), Rate: cfg.Rate,
-			Duration: cfg.Duration, Drain: cfg.Drain, Concurrency: cfg.Concurrency, Logger: log,
+			Drain: cfg.Drain, Concurrency: cfg.Concurrency, Logger: log,
 		}, rcv, hook.Secret)
-		speed.EngineDuring = sampler.median()
 		if err != nil {
 			return DeliveryResult{}, err
 		}
-		e.Cost = cost.stop(ctx)
-		e.Backlog.Limit = limitOf(e.Backlog, e.Cost, e.Delivered)
-		engine = &e
+		defer eng.close()
 	}
-	rcv.Reset(hook.Secret)
-	speed.Start = probeSpeed()
-	sampler, cost := startSpeedSampler(speedInterval), startCost(ctx, target.databaseURL, target.pid)
-	r := runDelivery(ctx, cfg, target, fl, rcv)
-	r.Cost, r.Load, r.Settings = cost.stop(ctx), load, settings
-	speed.During = sampler.median()
-	speed.End = probeSpeed()
-	r.Speed = speed
-	r.Backlog.Limit = limitOf(r.Backlog, r.Cost, r.Delivered)
-	if engine != nil {
-		r.Engine, r.VsEngine = engine, vsEngine(r, *engine)
+	r, engineResult, byTurn := runTurns(ctx, cfg, target, fl, rcv, eng)
+	r.Load, r.Settings = load, settings
+	if eng != nil {
+		r.Engine, r.VsEngine = engineResult, vsEngine(r, *engineResult)
+		r.VsEngine.CPUByTurn = byTurn
 	}
 	r.StartedServer = target.started
 	if target.pid > 0 {
@@ -240,8 +241,63 @@ func startDev(ctx context.Context, cfg DeliveryConfig, caFile string, log *slog.
 	return func() { stop(); os.RemoveAll(dataDir) }, nil
 }
 
-// runDelivery offers the load and gathers the figures.
-func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, rcv *Receiver) DeliveryResult {
+// runTurns runs the turns of the engine, when there is one, and of Furrow,
+// and returns each side's figures and Furrow's CPU per delivery over the
+// engine's turn by turn.
+func runTurns(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, rcv *Receiver, eng *engine) (DeliveryResult, *EngineResult, []float64) {
+	turns, d := 1, cfg.Duration
+	if eng != nil {
+		turns = max(1, cfg.Turns)
+		d = cfg.Duration / time.Duration(turns)
+	}
+	var (
+		r               DeliveryResult
+		e               EngineResult
+		speed           Speed
+		during, engDur  []time.Duration
+		perFurrow, perE []float64
+	)
+	for slot, isEngine := range turnOrder(turns) {
+		if eng == nil && isEngine {
+			continue
+		}
+		tag := "t" + strconv.Itoa(slot)
+		probe := probeSpeed()
+		sampler, meter := startSpeedSampler(speedInterval), startCost(ctx, t.databaseURL, t.pid)
+		if isEngine {
+			speed.EngineStart = cmp.Or(speed.EngineStart, probe)
+			et := eng.turn(ctx, tag, d)
+			et.Cost = meter.stop(ctx)
+			engDur = append(engDur, sampler.samples()...)
+			perE = append(perE, ratio(et.Cost.CPU["machine"], float64(et.Delivered)))
+			e.add(et)
+			continue
+		}
+		speed.Start = cmp.Or(speed.Start, probe)
+		ft := runDelivery(ctx, cfg, t, fl, rcv, tag, d)
+		ft.Cost = meter.stop(ctx)
+		during = append(during, sampler.samples()...)
+		perFurrow = append(perFurrow, ratio(ft.Cost.CPU["machine"], float64(ft.Delivered)))
+		r.add(ft)
+	}
+	speed.End = probeSpeed()
+	speed.During, speed.EngineDuring = medianUS(during), medianUS(engDur)
+	r.Speed = speed
+	r.finish()
+	if eng == nil {
+		return r, nil, nil
+	}
+	e.finish()
+	byTurn := make([]float64, min(len(perFurrow), len(perE)))
+	for k := range byTurn {
+		byTurn[k] = ratio(perFurrow[k], perE[k])
+	}
+	return r, &e, byTurn
+}
+
+// runDelivery offers the load for d, its readings' values tagged tag, and
+// gathers the figures of that turn.
+func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, rcv *Receiver, tag string, d time.Duration) DeliveryResult {
 	var (
 		mu       sync.Mutex
 		accepted = map[string]time.Time{} // reading value -> 201 received
@@ -250,10 +306,11 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	hc := loadClient(cfg.Concurrency)
 	defer hc.CloseIdleConnections()
 	cpu := startCPU(t.pid)
-	p := newPace(cfg.Duration, cfg.Rate)
-	s := startSampler(ctx, t.databaseURL, fl.farm, p.start, func() int64 { return count.Load() - rcv.received() })
+	rejected := rcv.rejections()
+	p := newPace(d, cfg.Rate)
+	s := startSampler(ctx, t.databaseURL, fl.farm, p.start, func() int64 { return count.Load() - rcv.received(tag) })
 	tl := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, tl *tally) {
-		value := strconv.FormatInt(i, 10)
+		value := turnValue(tag, i)
 		began := time.Now()
 		status, _, err := postReading(ctx, hc, t.replica(i), fl.devices[i%int64(len(fl.devices))], value)
 		if err != nil {
@@ -272,29 +329,25 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	})
 	loadEnd := time.Now()
 	samples := s.stop()
-	drained := waitDrained(ctx, rcv, count.Load(), cfg.Drain)
+	drained := waitDrained(ctx, rcv, tag, count.Load(), cfg.Drain)
 
 	r := DeliveryResult{Accepted: count.Load(), Status: map[string]int64{}, Failures: tl.failures, DrainTime: drained, ServerCPU: cpu.stop()}
 	for code, n := range tl.status {
 		r.Status[strconv.Itoa(code)] = n
 	}
-	r.PostLatency = Summarize(tl.latencies)
 	lat, missing, inLoad := rcv.arrivalsOf(accepted, loadEnd)
 	r.Missing, r.InLoad = missing, inLoad
-	rcv.mu.Lock()
-	r.Delivered, r.Duplicates, r.Rejected = int64(len(rcv.seen)), rcv.dups, rcv.rejected
-	rcv.mu.Unlock()
-	r.Latency = Summarize(lat)
-	r.PerSecond = perSecond(r.InLoad, loadEnd.Sub(p.start))
-	r.Backlog = analyse(samples, cfg.Duration, cfg.Rate)
+	got := rcv.turn(tag)
+	r.Delivered, r.Duplicates, r.Rejected = got.received, got.dups, rcv.rejections()-rejected
+	r.raw = rawTurns{post: tl.latencies, delivery: lat, load: loadEnd.Sub(p.start), backlogs: []Backlog{analyse(samples, d, cfg.Rate)}}
 	return r
 }
 
-// waitDrained waits until want events have arrived or limit passes, and
-// returns how long it waited.
-func waitDrained(ctx context.Context, rcv *Receiver, want int64, limit time.Duration) time.Duration {
+// waitDrained waits until want events of the turn tagged tag have arrived
+// or limit passes, and returns how long it waited.
+func waitDrained(ctx context.Context, rcv *Receiver, tag string, want int64, limit time.Duration) time.Duration {
 	began := time.Now()
-	for rcv.received() < want && time.Since(began) < limit && ctx.Err() == nil {
+	for rcv.received(tag) < want && time.Since(began) < limit && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return time.Since(began)

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,22 +26,21 @@ import (
 	"github.com/furrowhq/furrow/internal/sender"
 )
 
-// EngineConfig sets up a bare-engine run: Temporal itself delivering to the
-// receiver, with none of Furrow's work around it.
+// EngineConfig sets up the bare engine's side of a run: Temporal itself
+// delivering to the receiver, with none of Furrow's work around it.
 type EngineConfig struct {
 	// TemporalAddress and Namespace name the Temporal that Furrow under
-	// test uses, so that both runs measure the same engine.
+	// test uses, so that both sides measure the same engine.
 	TemporalAddress string
 	Namespace       string
 	Rate            float64
-	Duration        time.Duration
 	Drain           time.Duration
 	Concurrency     int
 	Logger          *slog.Logger
 }
 
-// EngineResult is what a bare-engine run measured. Latency runs from the
-// start call to the receiver's first sight of the event, the engine's
+// EngineResult is what the bare engine's turns measured. Latency runs from
+// the start call to the receiver's first sight of the event, the engine's
 // counterpart of Furrow's 201-to-receiver latency.
 type EngineResult struct {
 	Started      int64         `json:"started"`
@@ -57,6 +55,7 @@ type EngineResult struct {
 	DrainTime    time.Duration `json:"-"`
 	Backlog      Backlog       `json:"backlog"`
 	Cost         Cost          `json:"cost"`
+	raw          rawTurns
 }
 
 // engineWorkflowName is the bare engine's workflow type.
@@ -70,63 +69,78 @@ type engineInput struct {
 	AtMs    int64
 }
 
-// Engine measures the bare engine on cfg's Temporal: at cfg.Rate per second
-// for cfg.Duration it starts, eagerly, a workflow that makes one local
-// activity POSTing a signed event to rcv, the shape of a Furrow delivery's
+// engine measures the bare engine on a Temporal, turn by turn: at the
+// offered rate it starts, eagerly, a workflow that makes one local activity
+// POSTing a signed event to the receiver, the shape of a Furrow delivery's
 // first attempt, on a task queue of its own served by a worker in this
-// process. It then waits up to cfg.Drain for the last deliveries. rcv is
-// reset first and verifies with secret.
-func Engine(ctx context.Context, cfg EngineConfig, rcv *Receiver, secret string) (EngineResult, error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+// process.
+type engine struct {
+	cfg   EngineConfig
+	c     client.Client
+	w     worker.Worker
+	queue string
+	run   string // names this run's workflows
+	rcv   *Receiver
+}
+
+// startEngine connects to cfg's Temporal and starts the engine's worker,
+// whose deliveries to rcv are signed with secret. Close the engine after
+// its turns.
+func startEngine(cfg EngineConfig, rcv *Receiver, secret string) (*engine, error) {
 	post, err := newEnginePoster(rcv, secret)
 	if err != nil {
-		return EngineResult{}, err
+		return nil, err
 	}
 	c, err := client.Dial(client.Options{
 		HostPort: cfg.TemporalAddress, Namespace: cfg.Namespace,
 		Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	})
 	if err != nil {
-		return EngineResult{}, fmt.Errorf("engine: connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+		return nil, fmt.Errorf("engine: connect to Temporal at %s: %w", cfg.TemporalAddress, err)
 	}
-	defer c.Close()
-	queue := "furrow-bench-engine-" + randomHex(4)
-	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(post.workflow, workflow.RegisterOptions{Name: engineWorkflowName})
-	if err := w.Start(); err != nil {
-		return EngineResult{}, fmt.Errorf("engine: start worker: %w", err)
+	e := &engine{cfg: cfg, c: c, queue: "furrow-bench-engine-" + randomHex(4), run: randomHex(4), rcv: rcv}
+	e.w = worker.New(c, e.queue, worker.Options{})
+	e.w.RegisterWorkflowWithOptions(post.workflow, workflow.RegisterOptions{Name: engineWorkflowName})
+	if err := e.w.Start(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("engine: start worker: %w", err)
 	}
-	defer w.Stop()
-	rcv.Reset(secret)
-	log.Info("bare engine run", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace, "task_queue", queue, "rate", cfg.Rate)
-	return runEngine(ctx, cfg, c, queue, rcv), nil
+	return e, nil
 }
 
-// runEngine offers the load and gathers the figures.
-func runEngine(ctx context.Context, cfg EngineConfig, c client.Client, queue string, rcv *Receiver) EngineResult {
+// close stops the worker and the client.
+func (e *engine) close() {
+	e.w.Stop()
+	e.c.Close()
+}
+
+// turn offers the load for d, its readings' values tagged tag, and gathers
+// the figures.
+func (e *engine) turn(ctx context.Context, tag string, d time.Duration) EngineResult {
+	cfg, rcv := e.cfg, e.rcv
+	if cfg.Logger != nil {
+		cfg.Logger.Info("bare engine turn", "turn", tag, "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace, "task_queue", e.queue, "rate", cfg.Rate, "duration", d)
+	}
 	var (
 		mu      sync.Mutex
 		started = map[string]time.Time{} // value -> start call made
 		count   atomic.Int64
 	)
-	run := randomHex(4)
-	p := newPace(cfg.Duration, cfg.Rate)
-	s := startSampler(ctx, "", "", p.start, func() int64 { return count.Load() - rcv.received() })
+	rejected := rcv.rejections()
+	p := newPace(d, cfg.Rate)
+	s := startSampler(ctx, "", "", p.start, func() int64 { return count.Load() - rcv.received(tag) })
 	tl := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, tl *tally) {
-		value := "engine-" + strconv.FormatInt(i, 10)
+		value := turnValue(tag, i)
 		in := engineInput{EventID: furrow.NewEventID(), Value: value}
 		opts := client.StartWorkflowOptions{
-			ID: "bench-engine/" + run + "/" + strconv.FormatInt(i, 10), TaskQueue: queue, EnableEagerStart: true,
+			ID: "bench-engine/" + e.run + "/" + value, TaskQueue: e.queue, EnableEagerStart: true,
 		}
 		began := time.Now()
 		in.AtMs = began.UnixMilli()
 		mu.Lock()
 		started[value] = began
 		mu.Unlock()
-		if _, err := c.ExecuteWorkflow(ctx, opts, engineWorkflowName, in); err != nil {
+		if _, err := e.c.ExecuteWorkflow(ctx, opts, engineWorkflowName, in); err != nil {
 			tl.failures++
 			tl.lastErr = err
 			mu.Lock()
@@ -139,16 +153,12 @@ func runEngine(ctx context.Context, cfg EngineConfig, c client.Client, queue str
 	})
 	loadEnd := time.Now()
 	samples := s.stop()
-	drained := waitDrained(ctx, rcv, count.Load(), cfg.Drain)
-	r := EngineResult{Started: count.Load(), StartErrors: tl.failures, StartLatency: Summarize(tl.latencies), DrainTime: drained}
+	drained := waitDrained(ctx, rcv, tag, count.Load(), cfg.Drain)
+	r := EngineResult{Started: count.Load(), StartErrors: tl.failures, DrainTime: drained}
 	lat, missing, inLoad := rcv.arrivalsOf(started, loadEnd)
 	r.Missing, r.InLoad = missing, inLoad
-	rcv.mu.Lock()
-	r.Delivered, r.Rejected = int64(len(rcv.seen)), rcv.rejected
-	rcv.mu.Unlock()
-	r.Latency = Summarize(lat)
-	r.PerSecond = perSecond(r.InLoad, loadEnd.Sub(p.start))
-	r.Backlog = analyse(samples, cfg.Duration, cfg.Rate)
+	r.Delivered, r.Rejected = rcv.received(tag), rcv.rejections()-rejected
+	r.raw = rawTurns{post: tl.latencies, delivery: lat, load: loadEnd.Sub(p.start), backlogs: []Backlog{analyse(samples, d, cfg.Rate)}}
 	return r
 }
 

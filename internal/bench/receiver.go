@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +19,10 @@ import (
 
 // Receiver is an HTTPS webhook endpoint on loopback that verifies each
 // delivery's signature and notes when each reading's event first arrived.
+// A reading's value begins with the tag of the turn that sent it and a
+// dash ("t3-1021"), so that one receiver serves the turns of a run alike:
+// an event of an earlier turn that arrives late counts for its own turn,
+// never for the one under way.
 type Receiver struct {
 	URL    string
 	CAFile string // PEM of its self-signed certificate
@@ -26,9 +32,24 @@ type Receiver struct {
 	mu       sync.Mutex
 	arrivals map[string]time.Time // reading value -> first arrival
 	seen     map[string]bool      // event ids
-	dups     int64
+	turns    map[string]*turnCount
 	rejected int64
 }
+
+// turnCount is what one turn's events did at the receiver.
+type turnCount struct {
+	received int64 // distinct events
+	dups     int64 // events received again
+}
+
+// turnOf returns the tag a reading's value begins with.
+func turnOf(value string) string {
+	tag, _, _ := strings.Cut(value, "-")
+	return tag
+}
+
+// turnValue returns the value of reading i of the turn tagged tag.
+func turnValue(tag string, i int64) string { return tag + "-" + strconv.FormatInt(i, 10) }
 
 // receiverCert and receiverKey are the file names in a certificate
 // directory.
@@ -50,7 +71,7 @@ func StartReceiver(certDir string) (*Receiver, error) {
 	}
 	r := &Receiver{
 		URL: "https://" + ln.Addr().String() + "/hook", CAFile: filepath.Join(certDir, receiverCert),
-		arrivals: map[string]time.Time{}, seen: map[string]bool{},
+		arrivals: map[string]time.Time{}, seen: map[string]bool{}, turns: map[string]*turnCount{},
 	}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
@@ -59,15 +80,6 @@ func StartReceiver(certDir string) (*Receiver, error) {
 
 // SetSecret sets the webhook secret deliveries are verified with.
 func (r *Receiver) SetSecret(s string) { r.secret.Store(&s) }
-
-// Reset forgets every delivery received so far and verifies the next ones
-// with secret, so that one receiver serves two runs alike.
-func (r *Receiver) Reset(secret string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.arrivals, r.seen, r.dups, r.rejected = map[string]time.Time{}, map[string]bool{}, 0, 0
-	r.secret.Store(&secret)
-}
 
 // Close stops the receiver.
 func (r *Receiver) Close() error { return r.srv.Close() }
@@ -101,10 +113,16 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
+	tc := r.turns[turnOf(env.Data.Value)]
+	if tc == nil {
+		tc = &turnCount{}
+		r.turns[turnOf(env.Data.Value)] = tc
+	}
 	if r.seen[env.ID] {
-		r.dups++
+		tc.dups++
 	} else {
 		r.seen[env.ID] = true
+		tc.received++
 		if _, ok := r.arrivals[env.Data.Value]; !ok {
 			r.arrivals[env.Data.Value] = now
 		}
@@ -134,11 +152,28 @@ func (r *Receiver) arrivalsOf(sent map[string]time.Time, loadEnd time.Time) (lat
 	return lat, missing, inLoad
 }
 
-// received returns the number of distinct events received so far.
-func (r *Receiver) received() int64 {
+// received returns the number of distinct events of the turn tagged tag
+// received so far.
+func (r *Receiver) received(tag string) int64 {
+	return r.turn(tag).received
+}
+
+// turn returns what the turn tagged tag did so far.
+func (r *Receiver) turn(tag string) turnCount {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return int64(len(r.seen))
+	if tc := r.turns[tag]; tc != nil {
+		return *tc
+	}
+	return turnCount{}
+}
+
+// rejections returns the number of deliveries rejected so far, of any
+// turn: a rejected delivery's value cannot be trusted.
+func (r *Receiver) rejections() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rejected
 }
 
 // loadOrCreateCert loads the certificate kept in dir, first making a

@@ -39,7 +39,7 @@ func TestReceiverVerifiesAndRecords(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	body := []byte(`{"id":"evt_1","type":"metric.value","data":{"value":"42"}}`)
+	body := []byte(`{"id":"evt_1","type":"metric.value","data":{"value":"t1-42"}}`)
 	if got := post("whsec_test", body); got != http.StatusNoContent {
 		t.Fatalf("signed delivery answered %d", got)
 	}
@@ -52,10 +52,18 @@ func TestReceiverVerifiesAndRecords(t *testing.T) {
 	if got := post("whsec_test", []byte(`not json`)); got != http.StatusBadRequest {
 		t.Fatalf("malformed body answered %d", got)
 	}
+	// Another turn's event counts for that turn alone.
+	if got := post("whsec_test", []byte(`{"id":"evt_2","type":"metric.value","data":{"value":"t2-42"}}`)); got != http.StatusNoContent {
+		t.Fatalf("second turn's delivery answered %d", got)
+	}
+	if t1, t2 := rcv.turn("t1"), rcv.turn("t2"); t1 != (turnCount{received: 1, dups: 1}) || t2 != (turnCount{received: 1}) {
+		t.Errorf("turn t1 %+v, t2 %+v; want one event each and t1's twice", t1, t2)
+	}
 	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	if _, ok := rcv.arrivals["42"]; !ok || len(rcv.seen) != 1 || rcv.dups != 1 || rcv.rejected != 2 {
-		t.Errorf("arrivals %v, seen %d, dups %d, rejected %d", rcv.arrivals, len(rcv.seen), rcv.dups, rcv.rejected)
+	_, arrived := rcv.arrivals["t1-42"]
+	rcv.mu.Unlock()
+	if !arrived || rcv.received("t3") != 0 || rcv.rejections() != 2 {
+		t.Errorf("t1-42 arrived %v, t3 received %d, rejected %d", arrived, rcv.received("t3"), rcv.rejections())
 	}
 	// A second receiver reuses the certificate the first one made.
 	again, err := StartReceiver(dir)

@@ -77,8 +77,8 @@ func (r DeliveryResult) Print(w io.Writer) {
 	r.Cost.Print(w, r.Delivered)
 	if r.Engine != nil {
 		r.Engine.Print(w)
-		fmt.Fprintf(w, "furrow vs bare engine: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's; machine CPU per delivery %.2fx the engine's\n",
-			r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU)
+		fmt.Fprintf(w, "furrow vs bare engine, %d turns each: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's; machine CPU per delivery %.2fx the engine's (turn by turn: %s)\n",
+			r.Turns, r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU, ratios(r.VsEngine.CPUByTurn))
 		printExtra(w, r.VsEngine.Extra)
 		if r.VsEngine.RatesDiffer {
 			fmt.Fprintf(w, "  the runs delivered at different rates (Furrow %.1f/s, the engine %.1f/s), and a delivery costs less CPU at a higher rate: compare the CPU at an offered rate both keep up with\n",
@@ -89,7 +89,7 @@ func (r DeliveryResult) Print(w io.Writer) {
 
 // Print writes e for people.
 func (e EngineResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "bare engine (same Temporal, same rate; one local activity POSTing, eager start): %d started, %d start errors\n", e.Started, e.StartErrors)
+	fmt.Fprintf(w, "bare engine (same Temporal, same rate, in turns with Furrow; one local activity POSTing, eager start): %d started, %d start errors\n", e.Started, e.StartErrors)
 	fmt.Fprintf(w, "  start call latency %s\n", e.StartLatency)
 	fmt.Fprintf(w, "  start -> receiver latency %s\n", e.Latency)
 	fmt.Fprintf(w, "  delivered during load: %d = %.1f/s; delivered in all: %d after %.1fs of drain; missing %d, rejected %d\n",
@@ -135,6 +135,15 @@ func statusLine(m map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// ratios formats fractions to two places, comma-separated.
+func ratios(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = fmt.Sprintf("%.2fx", f)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

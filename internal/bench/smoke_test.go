@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -192,12 +193,14 @@ func TestSmokeDelivery(t *testing.T) {
 			Latency   summary `json:"delivery_latency"`
 		} `json:"engine"`
 		VsEngine struct {
-			Rate  float64            `json:"rate"`
-			P50   float64            `json:"latency_p50"`
-			CPU   float64            `json:"machine_cpu"`
-			Extra map[string]float64 `json:"extra_ms_per_delivery"`
+			Rate   float64            `json:"rate"`
+			P50    float64            `json:"latency_p50"`
+			CPU    float64            `json:"machine_cpu"`
+			ByTurn []float64          `json:"machine_cpu_by_turn"`
+			Extra  map[string]float64 `json:"extra_ms_per_delivery"`
 		} `json:"vs_engine"`
-		Cost struct {
+		Turns int `json:"turns"`
+		Cost  struct {
 			CPU      map[string]float64 `json:"cpu_s"`
 			Postgres map[string]float64 `json:"postgres_cpu_s"`
 			Database string             `json:"furrow_database"`
@@ -212,7 +215,7 @@ func TestSmokeDelivery(t *testing.T) {
 			During       float64 `json:"during"`
 		} `json:"machine_speed_us"`
 	}
-	runBench(t, &r, "delivery", "--rate", "10", "--duration", "3s", "--drain", "60s")
+	runBench(t, &r, "delivery", "--rate", "10", "--duration", "4s", "--drain", "60s", "--turns", "2")
 	if r.Accepted == 0 || r.Status["201"] != r.Accepted {
 		t.Fatalf("accepted %d, status %v", r.Accepted, r.Status)
 	}
@@ -223,8 +226,9 @@ func TestSmokeDelivery(t *testing.T) {
 	if len(r.Backlog.Samples) == 0 {
 		t.Error("no backlog samples")
 	}
-	// The bare engine ran first on the same embedded Temporal and receiver,
-	// which verified its signatures, and the run compared the two.
+	// The bare engine ran in turns with Furrow on the same embedded Temporal
+	// and receiver, which verified its signatures, and the run compared the
+	// two, turn by turn too.
 	e := r.Engine
 	if e.Started == 0 || e.Delivered != e.Started || e.Missing != 0 || e.Rejected != 0 {
 		t.Errorf("bare engine %+v; want every started workflow delivered and verified", e)
@@ -233,13 +237,16 @@ func TestSmokeDelivery(t *testing.T) {
 	if r.VsEngine.Rate <= 0 || r.VsEngine.P50 <= 0 || r.VsEngine.CPU <= 0 {
 		t.Errorf("vs engine %+v; want the rate, latency and CPU ratios", r.VsEngine)
 	}
+	if r.Turns != 2 || len(r.VsEngine.ByTurn) != 2 || slices.Contains(r.VsEngine.ByTurn, 0) {
+		t.Errorf("turns %d, CPU by turn %v; want two turns a side, each compared", r.Turns, r.VsEngine.ByTurn)
+	}
 	// The machine's speed was probed before each part of the run and after,
 	// and sampled during each.
 	if sp := r.Speed; sp.EngineStart <= 0 || sp.Start <= 0 || sp.End <= 0 || sp.EngineDuring <= 0 || sp.During <= 0 {
-		t.Errorf("machine speed %+v; want a probe before the engine's run, before Furrow's and after, and samples during both", sp)
+		t.Errorf("machine speed %+v; want a probe before the engine's first turn, before Furrow's and after the last, and samples during both sides' turns", sp)
 	}
-	// Where Furrow's extra CPU went: the engine's run stores nothing in
-	// Furrow's database, Furrow's run stores every reading there.
+	// Where Furrow's extra CPU went: the engine's turns store nothing in
+	// Furrow's database, Furrow's store every reading there.
 	if x := r.VsEngine.Extra; len(x) == 0 || x["postgres_furrow"] <= 0 {
 		t.Errorf("extra CPU per delivery %v; want Furrow's own database work in it", x)
 	}

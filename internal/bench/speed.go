@@ -16,10 +16,11 @@ const (
 	speedWork = 2000
 )
 
-// Speed is what the speed probe measured, in microseconds: at the start of
-// the engine's run (0 without one), at the start of Furrow's run, and after
-// its drain; and the median of the samples taken during the engine's run
-// and during Furrow's (see speedSampler). More is slower.
+// Speed is what the speed probe measured, in microseconds: before the
+// engine's first turn (0 without one), before Furrow's first turn, and
+// after the last turn's drain; and the median of the samples taken during
+// the engine's turns and during Furrow's (see speedSampler). More is
+// slower.
 type Speed struct {
 	EngineStart  float64 `json:"engine_start,omitempty"`
 	Start        float64 `json:"start"`
@@ -132,18 +133,18 @@ const speedInterval = time.Second
 func (s Speed) Print(w io.Writer) {
 	fmt.Fprintf(w, "machine speed (a fixed piece of work, best of %d, more is slower):", speedReps)
 	if s.EngineStart > 0 {
-		fmt.Fprintf(w, " %.0f µs before the engine's run,", s.EngineStart)
+		fmt.Fprintf(w, " %.0f µs before the engine's first turn,", s.EngineStart)
 	}
-	fmt.Fprintf(w, " %.0f µs before Furrow's, %.0f µs after it", s.Start, s.End)
+	fmt.Fprintf(w, " %.0f µs before Furrow's, %.0f µs after the last", s.Start, s.End)
 	if s.During > 0 {
 		fmt.Fprint(w, "; median of a sample a second during")
 		if s.EngineDuring > 0 {
-			fmt.Fprintf(w, " the engine's run %.0f µs,", s.EngineDuring)
+			fmt.Fprintf(w, " the engine's turns %.0f µs,", s.EngineDuring)
 		}
 		fmt.Fprintf(w, " Furrow's %.0f µs", s.During)
 	}
 	fmt.Fprintln(w)
-	printSpeedGap(w, s.During, s.EngineDuring, "Furrow's run", "the engine's", "their CPU per delivery compares")
+	printSpeedGap(w, s.During, s.EngineDuring, "Furrow's turns", "the engine's", "their CPU per delivery compares")
 }
 
 // printSpeedGap warns when ours (the speed sampled during what) and theirs

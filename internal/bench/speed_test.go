@@ -35,12 +35,12 @@ func TestSpeedSamplerSamplesAtOnceAndOnEachTick(t *testing.T) {
 func TestSpeedPrintsEachProbe(t *testing.T) {
 	var out strings.Builder
 	Speed{EngineStart: 900, Start: 1200, End: 950}.Print(&out)
-	if got := out.String(); !strings.Contains(got, "900 µs before the engine's run, 1200 µs before Furrow's, 950 µs after it\n") {
+	if got := out.String(); !strings.Contains(got, "900 µs before the engine's first turn, 1200 µs before Furrow's, 950 µs after the last\n") {
 		t.Errorf("printed %q", got)
 	}
 	out.Reset()
 	Speed{Start: 1200, End: 950}.Print(&out)
-	if got := out.String(); strings.Contains(got, "engine") || !strings.Contains(got, "1200 µs before Furrow's, 950 µs after it") {
+	if got := out.String(); strings.Contains(got, "engine") || !strings.Contains(got, "1200 µs before Furrow's, 950 µs after the last") {
 		t.Errorf("printed %q for a run without the engine", got)
 	}
 }
@@ -49,7 +49,7 @@ func TestSpeedPrintsTheRunsMediansAndWarnsWhenTheyDiffer(t *testing.T) {
 	var out strings.Builder
 	Speed{EngineStart: 900, Start: 950, End: 950, EngineDuring: 1000, During: 1050}.Print(&out)
 	got := out.String()
-	if !strings.Contains(got, "during the engine's run 1000 µs, Furrow's 1050 µs") {
+	if !strings.Contains(got, "during the engine's turns 1000 µs, Furrow's 1050 µs") {
 		t.Errorf("printed %q; want both runs' medians", got)
 	}
 	if strings.Contains(got, "the probe took") {
@@ -59,8 +59,8 @@ func TestSpeedPrintsTheRunsMediansAndWarnsWhenTheyDiffer(t *testing.T) {
 		s    Speed
 		want string
 	}{
-		{Speed{EngineDuring: 6000, During: 12000}, "the probe took 100% longer during Furrow's run"},
-		{Speed{EngineDuring: 12000, During: 6000}, "the probe took 50% less time during Furrow's run"},
+		{Speed{EngineDuring: 6000, During: 12000}, "the probe took 100% longer during Furrow's turns"},
+		{Speed{EngineDuring: 12000, During: 6000}, "the probe took 50% less time during Furrow's turns"},
 	} {
 		out.Reset()
 		c.s.Print(&out)

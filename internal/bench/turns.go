@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"time"
+)
+
+// A delivery run measures the bare engine and Furrow in turns, each turn
+// a slice of the run's duration with its own drain and cost, in the order
+// engine, Furrow, Furrow, engine, engine, Furrow, ...: these machines'
+// speed drifts within minutes, and a drift then weighs on both sides
+// alike instead of on whichever ran second. With an even number of turns
+// a steady drift cancels out. Each side's figures are its turns' together.
+
+// turnOrder returns, for turns turns a side, which side runs in each slot:
+// true for the engine.
+func turnOrder(turns int) []bool {
+	order := make([]bool, 0, 2*turns)
+	for k := range turns {
+		order = append(order, k%2 == 0, k%2 == 1)
+	}
+	return order
+}
+
+// rawTurns is what a side's turns measured before it is summarised: the
+// latencies of its requests and of its deliveries, how long its loads
+// lasted, and each turn's backlog.
+type rawTurns struct {
+	post, delivery []time.Duration
+	load           time.Duration
+	backlogs       []Backlog
+}
+
+// add appends o's turns to r's.
+func (r *rawTurns) add(o rawTurns) {
+	r.post = append(r.post, o.post...)
+	r.delivery = append(r.delivery, o.delivery...)
+	r.load += o.load
+	r.backlogs = append(r.backlogs, o.backlogs...)
+}
+
+// add folds the turn t into r; call finish after the last.
+func (r *DeliveryResult) add(t DeliveryResult) {
+	r.Accepted += t.Accepted
+	r.Failures += t.Failures
+	if r.Status == nil {
+		r.Status = map[string]int64{}
+	}
+	for code, n := range t.Status {
+		r.Status[code] += n
+	}
+	r.Delivered += t.Delivered
+	r.InLoad += t.InLoad
+	r.Missing += t.Missing
+	r.Duplicates += t.Duplicates
+	r.Rejected += t.Rejected
+	r.DrainTime += t.DrainTime
+	r.ServerCPU += t.ServerCPU
+	r.Cost = r.Cost.plus(t.Cost)
+	r.Turns++
+	r.raw.add(t.raw)
+}
+
+// finish summarises r's turns: latencies, rate and backlog.
+func (r *DeliveryResult) finish() {
+	r.PostLatency, r.Latency = Summarize(r.raw.post), Summarize(r.raw.delivery)
+	r.PerSecond = perSecond(r.InLoad, r.raw.load)
+	r.Backlog = joinBacklogs(r.raw.backlogs)
+	r.Backlog.Limit = limitOf(r.Backlog, r.Cost, r.Delivered)
+}
+
+// add folds the turn t into e; call finish after the last.
+func (e *EngineResult) add(t EngineResult) {
+	e.Started += t.Started
+	e.StartErrors += t.StartErrors
+	e.Delivered += t.Delivered
+	e.InLoad += t.InLoad
+	e.Missing += t.Missing
+	e.Rejected += t.Rejected
+	e.DrainTime += t.DrainTime
+	e.Cost = e.Cost.plus(t.Cost)
+	e.raw.add(t.raw)
+}
+
+// finish summarises e's turns: latencies, rate and backlog.
+func (e *EngineResult) finish() {
+	e.StartLatency, e.Latency = Summarize(e.raw.post), Summarize(e.raw.delivery)
+	e.PerSecond = perSecond(e.InLoad, e.raw.load)
+	e.Backlog = joinBacklogs(e.raw.backlogs)
+	e.Backlog.Limit = limitOf(e.Backlog, e.Cost, e.Delivered)
+}
+
+// joinBacklogs is the backlog of a side's turns: their samples one after
+// the other (each turn's times from the start of the side's first), the
+// first turn's outstanding at a quarter and the last's at the end, the
+// largest, and the turns' mean slope; it grew when any turn grew, and
+// lagged when none grew and one lagged.
+func joinBacklogs(bs []Backlog) Backlog {
+	if len(bs) == 0 {
+		return Backlog{}
+	}
+	j := Backlog{Offered: bs[0].Offered, StartOutstanding: bs[0].StartOutstanding, EndOutstanding: bs[len(bs)-1].EndOutstanding}
+	var offset float64
+	for _, b := range bs {
+		var last float64
+		for _, s := range b.Samples {
+			s.AtSeconds += offset
+			last = s.AtSeconds
+			j.Samples = append(j.Samples, s)
+		}
+		offset = max(offset, last)
+		j.MaxOutstanding = max(j.MaxOutstanding, b.MaxOutstanding)
+		j.Slope += b.Slope / float64(len(bs))
+		j.Grew = j.Grew || b.Grew
+		j.Lagged = j.Lagged || b.Lagged
+	}
+	j.Lagged = j.Lagged && !j.Grew
+	return j
+}
+
+// plus returns the cost of c's run and o's together: CPU seconds and wall
+// time add up, and so do the statements' calls and execution time, the
+// costliest statements chosen again from both.
+func (c Cost) plus(o Cost) Cost {
+	if c.CPU == nil {
+		return o
+	}
+	sum := Cost{
+		CPU: addSeconds(c.CPU, o.CPU), Postgres: addSeconds(c.Postgres, o.Postgres),
+		FurrowDatabase: cmp.Or(c.FurrowDatabase, o.FurrowDatabase),
+		Wall:           c.Wall + o.Wall, Cores: max(c.Cores, o.Cores),
+	}
+	dbs := map[string]DatabaseCost{}
+	for _, d := range append(slices.Clone(c.Databases), o.Databases...) {
+		s := dbs[d.Database]
+		dbs[d.Database] = DatabaseCost{Database: d.Database, Calls: s.Calls + d.Calls, ExecMs: s.ExecMs + d.ExecMs}
+	}
+	for _, k := range slices.Sorted(maps.Keys(dbs)) {
+		sum.Databases = append(sum.Databases, dbs[k])
+	}
+	type key struct{ db, query string }
+	stmts := map[key]StatementCost{}
+	for _, s := range append(slices.Clone(c.Statements), o.Statements...) {
+		k := key{s.Database, s.Query}
+		t := stmts[k]
+		stmts[k] = StatementCost{Database: s.Database, Query: s.Query, Calls: t.Calls + s.Calls, ExecMs: t.ExecMs + s.ExecMs}
+	}
+	sum.Statements = slices.SortedFunc(maps.Values(stmts), func(a, b StatementCost) int {
+		return cmp.Or(cmp.Compare(b.ExecMs, a.ExecMs), cmp.Compare(a.Query, b.Query))
+	})
+	sum.Statements = sum.Statements[:min(len(sum.Statements), topStatements)]
+	return sum
+}
+
+// addSeconds returns a map of a's and b's figures added key by key; nil
+// when both are.
+func addSeconds(a, b map[string]float64) map[string]float64 {
+	if a == nil && b == nil {
+		return nil
+	}
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]float64{}
+	}
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
+}
