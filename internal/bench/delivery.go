@@ -50,27 +50,19 @@ type DeliveryConfig struct {
 }
 
 // DeliveryResult is what a delivery run measured.
+// Its side's Latency runs from the 201 to the receiver's answer.
 type DeliveryResult struct {
 	Accepted      int64            `json:"accepted"`
 	Status        map[string]int64 `json:"status"`
 	Failures      int64            `json:"failures"`
 	PostLatency   Summary          `json:"post_latency"`
-	Latency       Summary          `json:"delivery_latency"` // 201 to the receiver's answer
-	Delivered     int64            `json:"delivered"`
-	InLoad        int64            `json:"delivered_during_load"`
-	PerSecond     float64          `json:"deliveries_per_second"`
-	Missing       int64            `json:"missing"`
 	Duplicates    int64            `json:"duplicates"`
-	Rejected      int64            `json:"rejected"`
-	DrainTime     time.Duration    `json:"-"`
-	Backlog       Backlog          `json:"backlog"`
 	Memory        *Memory          `json:"memory,omitempty"`
 	StartedServer string           `json:"started_server,omitempty"`
 	// ServerCPU is the CPU seconds the server used from the start of the
 	// load until the drain ended (when its pid is known).
 	ServerCPU float64 `json:"server_cpu_s,omitempty"`
-	// Cost is what the run cost the machine, load and drain.
-	Cost Cost `json:"cost"`
+	side
 	// Load is the machine's load average (1, 5, 15 minutes) when the run
 	// began, and Settings PostgreSQL's settings that bear on the figures.
 	Load     [3]float64        `json:"load_average"`
@@ -83,7 +75,6 @@ type DeliveryResult struct {
 	VsEngine *EngineRatio  `json:"vs_engine,omitempty"`
 	// Turns is how many turns each side took.
 	Turns int `json:"turns"`
-	raw   rawTurns
 }
 
 // EngineRatio is Furrow's delivery as a fraction of the bare engine's on
@@ -331,7 +322,8 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	samples := s.stop()
 	drained := waitDrained(ctx, rcv, tag, count.Load(), cfg.Drain)
 
-	r := DeliveryResult{Accepted: count.Load(), Status: map[string]int64{}, Failures: tl.failures, DrainTime: drained, ServerCPU: cpu.stop()}
+	r := DeliveryResult{Accepted: count.Load(), Status: map[string]int64{}, Failures: tl.failures, ServerCPU: cpu.stop()}
+	r.DrainTime = drained
 	for code, n := range tl.status {
 		r.Status[strconv.Itoa(code)] = n
 	}

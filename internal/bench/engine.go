@@ -43,19 +43,10 @@ type EngineConfig struct {
 // the start call to the receiver's first sight of the event, the engine's
 // counterpart of Furrow's 201-to-receiver latency.
 type EngineResult struct {
-	Started      int64         `json:"started"`
-	StartErrors  int64         `json:"start_errors"`
-	StartLatency Summary       `json:"start_latency"`
-	Latency      Summary       `json:"delivery_latency"`
-	Delivered    int64         `json:"delivered"`
-	InLoad       int64         `json:"delivered_during_load"`
-	PerSecond    float64       `json:"deliveries_per_second"`
-	Missing      int64         `json:"missing"`
-	Rejected     int64         `json:"rejected"`
-	DrainTime    time.Duration `json:"-"`
-	Backlog      Backlog       `json:"backlog"`
-	Cost         Cost          `json:"cost"`
-	raw          rawTurns
+	Started      int64   `json:"started"`
+	StartErrors  int64   `json:"start_errors"`
+	StartLatency Summary `json:"start_latency"`
+	side
 }
 
 // engineWorkflowName is the bare engine's workflow type.
@@ -154,7 +145,8 @@ func (e *engine) turn(ctx context.Context, tag string, d time.Duration) EngineRe
 	loadEnd := time.Now()
 	samples := s.stop()
 	drained := waitDrained(ctx, rcv, tag, count.Load(), cfg.Drain)
-	r := EngineResult{Started: count.Load(), StartErrors: tl.failures, DrainTime: drained}
+	r := EngineResult{Started: count.Load(), StartErrors: tl.failures}
+	r.DrainTime = drained
 	lat, missing, inLoad := rcv.arrivalsOf(started, loadEnd)
 	r.Missing, r.InLoad = missing, inLoad
 	r.Delivered, r.Rejected = rcv.received(tag), rcv.rejections()-rejected

@@ -96,8 +96,8 @@ func TestKeysByValueLargestFirstTiesByName(t *testing.T) {
 // TestVsEngineSaysWhenTheRatesDiffer: the CPU per delivery of two runs is
 // like with like only at about the same delivered rate.
 func TestVsEngineSaysWhenTheRatesDiffer(t *testing.T) {
-	engine := EngineResult{PerSecond: 92.5, Delivered: 3000, Cost: Cost{CPU: map[string]float64{"machine": 64.9}}}
-	behind := DeliveryResult{PerSecond: 61.1, Delivered: 3000, Cost: Cost{CPU: map[string]float64{"machine": 91.3}}}
+	engine := EngineResult{side: side{PerSecond: 92.5, Delivered: 3000, Cost: Cost{CPU: map[string]float64{"machine": 64.9}}}}
+	behind := DeliveryResult{side: side{PerSecond: 61.1, Delivered: 3000, Cost: Cost{CPU: map[string]float64{"machine": 91.3}}}}
 	behind.Engine, behind.VsEngine = &engine, vsEngine(behind, engine)
 	if !behind.VsEngine.RatesDiffer {
 		t.Errorf("61.1/s against 92.5/s: %+v, want the rates marked as differing", behind.VsEngine)
@@ -107,8 +107,8 @@ func TestVsEngineSaysWhenTheRatesDiffer(t *testing.T) {
 	if !strings.Contains(b.String(), "the runs delivered at different rates (Furrow 61.1/s, the engine 92.5/s)") {
 		t.Errorf("printed\n%s\nwithout the note on the rates", b.String())
 	}
-	even := DeliveryResult{PerSecond: 99.8, Delivered: 3000, Cost: behind.Cost}
-	kept := EngineResult{PerSecond: 100, Delivered: 3000, Cost: engine.Cost}
+	even := DeliveryResult{side: side{PerSecond: 99.8, Delivered: 3000, Cost: behind.Cost}}
+	kept := EngineResult{side: side{PerSecond: 100, Delivered: 3000, Cost: engine.Cost}}
 	even.Engine, even.VsEngine = &kept, vsEngine(even, kept)
 	if even.VsEngine.RatesDiffer {
 		t.Errorf("99.8/s against 100/s marked as differing: %+v", even.VsEngine)

@@ -41,6 +41,43 @@ func (r *rawTurns) add(o rawTurns) {
 	r.backlogs = append(r.backlogs, o.backlogs...)
 }
 
+// side is what one side of a run, Furrow or the bare engine, delivered at
+// the receiver over its turns, and what that cost.
+type side struct {
+	Latency   Summary       `json:"delivery_latency"`
+	Delivered int64         `json:"delivered"`
+	InLoad    int64         `json:"delivered_during_load"`
+	PerSecond float64       `json:"deliveries_per_second"`
+	Missing   int64         `json:"missing"`
+	Rejected  int64         `json:"rejected"`
+	DrainTime time.Duration `json:"-"`
+	Backlog   Backlog       `json:"backlog"`
+	// Cost is what the side's turns cost the machine, loads and drains.
+	Cost Cost `json:"cost"`
+	raw  rawTurns
+}
+
+// add folds the side's turn t into s.
+func (s *side) add(t side) {
+	s.Delivered += t.Delivered
+	s.InLoad += t.InLoad
+	s.Missing += t.Missing
+	s.Rejected += t.Rejected
+	s.DrainTime += t.DrainTime
+	s.Cost = s.Cost.plus(t.Cost)
+	s.raw.add(t.raw)
+}
+
+// finish summarises the side's turns: the delivery latency, the rate
+// during the loads and the backlog with the limit it met; it returns the
+// latency of the requests.
+func (s *side) finish() Summary {
+	s.Latency, s.PerSecond = Summarize(s.raw.delivery), perSecond(s.InLoad, s.raw.load)
+	s.Backlog = joinBacklogs(s.raw.backlogs)
+	s.Backlog.Limit = limitOf(s.Backlog, s.Cost, s.Delivered)
+	return Summarize(s.raw.post)
+}
+
 // add folds the turn t into r; call finish after the last.
 func (r *DeliveryResult) add(t DeliveryResult) {
 	r.Accepted += t.Accepted
@@ -51,46 +88,24 @@ func (r *DeliveryResult) add(t DeliveryResult) {
 	for code, n := range t.Status {
 		r.Status[code] += n
 	}
-	r.Delivered += t.Delivered
-	r.InLoad += t.InLoad
-	r.Missing += t.Missing
 	r.Duplicates += t.Duplicates
-	r.Rejected += t.Rejected
-	r.DrainTime += t.DrainTime
 	r.ServerCPU += t.ServerCPU
-	r.Cost = r.Cost.plus(t.Cost)
 	r.Turns++
-	r.raw.add(t.raw)
+	r.side.add(t.side)
 }
 
-// finish summarises r's turns: latencies, rate and backlog.
-func (r *DeliveryResult) finish() {
-	r.PostLatency, r.Latency = Summarize(r.raw.post), Summarize(r.raw.delivery)
-	r.PerSecond = perSecond(r.InLoad, r.raw.load)
-	r.Backlog = joinBacklogs(r.raw.backlogs)
-	r.Backlog.Limit = limitOf(r.Backlog, r.Cost, r.Delivered)
-}
+// finish summarises r's turns.
+func (r *DeliveryResult) finish() { r.PostLatency = r.side.finish() }
 
 // add folds the turn t into e; call finish after the last.
 func (e *EngineResult) add(t EngineResult) {
 	e.Started += t.Started
 	e.StartErrors += t.StartErrors
-	e.Delivered += t.Delivered
-	e.InLoad += t.InLoad
-	e.Missing += t.Missing
-	e.Rejected += t.Rejected
-	e.DrainTime += t.DrainTime
-	e.Cost = e.Cost.plus(t.Cost)
-	e.raw.add(t.raw)
+	e.side.add(t.side)
 }
 
-// finish summarises e's turns: latencies, rate and backlog.
-func (e *EngineResult) finish() {
-	e.StartLatency, e.Latency = Summarize(e.raw.post), Summarize(e.raw.delivery)
-	e.PerSecond = perSecond(e.InLoad, e.raw.load)
-	e.Backlog = joinBacklogs(e.raw.backlogs)
-	e.Backlog.Limit = limitOf(e.Backlog, e.Cost, e.Delivered)
-}
+// finish summarises e's turns.
+func (e *EngineResult) finish() { e.StartLatency = e.side.finish() }
 
 // joinBacklogs is the backlog of a side's turns: their samples one after
 // the other (each turn's times from the start of the side's first), the

@@ -30,8 +30,8 @@ func TestTurnOrderAlternatesSoThatADriftWeighsOnBothSides(t *testing.T) {
 
 func TestDeliveryTurnsAddUp(t *testing.T) {
 	turn := func(accepted, inLoad int64, lat time.Duration, grew bool, cpu float64, slope float64) DeliveryResult {
-		return DeliveryResult{
-			Accepted: accepted, Delivered: accepted, InLoad: inLoad, Status: map[string]int64{"201": accepted},
+		return DeliveryResult{Accepted: accepted, Status: map[string]int64{"201": accepted}, side: side{
+			Delivered: accepted, InLoad: inLoad,
 			Cost: Cost{CPU: map[string]float64{"machine": cpu}, Wall: 10, Cores: 2,
 				Databases:  []DatabaseCost{{Database: "f", Calls: accepted, ExecMs: 1}},
 				Statements: []StatementCost{{Database: "f", Query: "INSERT", Calls: accepted, ExecMs: 1}}},
@@ -39,7 +39,7 @@ func TestDeliveryTurnsAddUp(t *testing.T) {
 				post: []time.Duration{time.Millisecond}, delivery: []time.Duration{lat}, load: 10 * time.Second,
 				backlogs: []Backlog{{Offered: 100, Samples: []Sample{{AtSeconds: 1}, {AtSeconds: 9, Outstanding: 40}}, MaxOutstanding: 40, Grew: grew, Slope: slope}},
 			},
-		}
+		}}
 	}
 	var r DeliveryResult
 	r.add(turn(1000, 900, 10*time.Millisecond, false, 10, 0))
