@@ -242,11 +242,9 @@ func runTurns(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, rcv 
 		d = cfg.Duration / time.Duration(turns)
 	}
 	var (
-		r               DeliveryResult
-		e               EngineResult
-		speed           Speed
-		during, engDur  []time.Duration
-		perFurrow, perE []float64
+		r     DeliveryResult
+		e     EngineResult
+		speed Speed
 	)
 	for slot, isEngine := range turnOrder(turns) {
 		if eng == nil && isEngine {
@@ -258,32 +256,24 @@ func runTurns(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, rcv 
 		if isEngine {
 			speed.EngineStart = cmp.Or(speed.EngineStart, probe)
 			et := eng.turn(ctx, tag, d)
-			et.Cost = meter.stop(ctx)
-			engDur = append(engDur, sampler.samples()...)
-			perE = append(perE, ratio(et.Cost.CPU["machine"], float64(et.Delivered)))
+			et.Cost, et.raw.speed = meter.stop(ctx), sampler.samples()
 			e.add(et)
 			continue
 		}
 		speed.Start = cmp.Or(speed.Start, probe)
 		ft := runDelivery(ctx, cfg, t, fl, rcv, tag, d)
-		ft.Cost = meter.stop(ctx)
-		during = append(during, sampler.samples()...)
-		perFurrow = append(perFurrow, ratio(ft.Cost.CPU["machine"], float64(ft.Delivered)))
+		ft.Cost, ft.raw.speed = meter.stop(ctx), sampler.samples()
 		r.add(ft)
 	}
 	speed.End = probeSpeed()
-	speed.During, speed.EngineDuring = medianUS(during), medianUS(engDur)
+	speed.During, speed.EngineDuring = medianUS(r.raw.speed), medianUS(e.raw.speed)
 	r.Speed = speed
 	r.finish()
 	if eng == nil {
 		return r, nil, nil
 	}
 	e.finish()
-	byTurn := make([]float64, min(len(perFurrow), len(perE)))
-	for k := range byTurn {
-		byTurn[k] = ratio(perFurrow[k], perE[k])
-	}
-	return r, &e, byTurn
+	return r, &e, ratios(r.raw.cpu, e.raw.cpu)
 }
 
 // runDelivery offers the load for d, its readings' values tagged tag, and

@@ -113,10 +113,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
-	tc := r.turns[turnOf(env.Data.Value)]
+	tag := turnOf(env.Data.Value)
+	tc := r.turns[tag]
 	if tc == nil {
 		tc = &turnCount{}
-		r.turns[turnOf(env.Data.Value)] = tc
+		r.turns[tag] = tc
 	}
 	if r.seen[env.ID] {
 		tc.dups++

@@ -78,7 +78,7 @@ func (r DeliveryResult) Print(w io.Writer) {
 	if r.Engine != nil {
 		r.Engine.Print(w)
 		fmt.Fprintf(w, "furrow vs bare engine, %d turns each: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's; machine CPU per delivery %.2fx the engine's (turn by turn: %s)\n",
-			r.Turns, r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU, ratios(r.VsEngine.CPUByTurn))
+			r.Turns, r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU, timesList(r.VsEngine.CPUByTurn))
 		printExtra(w, r.VsEngine.Extra)
 		if r.VsEngine.RatesDiffer {
 			fmt.Fprintf(w, "  the runs delivered at different rates (Furrow %.1f/s, the engine %.1f/s), and a delivery costs less CPU at a higher rate: compare the CPU at an offered rate both keep up with\n",
@@ -137,8 +137,8 @@ func statusLine(m map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
-// ratios formats fractions to two places, comma-separated.
-func ratios(fs []float64) string {
+// timesList formats fractions to two places, comma-separated.
+func timesList(fs []float64) string {
 	parts := make([]string, len(fs))
 	for i, f := range fs {
 		parts[i] = fmt.Sprintf("%.2fx", f)

@@ -26,19 +26,32 @@ func turnOrder(turns int) []bool {
 
 // rawTurns is what a side's turns measured before it is summarised: the
 // latencies of its requests and of its deliveries, how long its loads
-// lasted, and each turn's backlog.
+// lasted, the machine's speed samples, and each turn's backlog and
+// machine CPU per delivery.
 type rawTurns struct {
-	post, delivery []time.Duration
-	load           time.Duration
-	backlogs       []Backlog
+	post, delivery, speed []time.Duration
+	load                  time.Duration
+	backlogs              []Backlog
+	cpu                   []float64 // machine CPU seconds per delivery
 }
 
 // add appends o's turns to r's.
 func (r *rawTurns) add(o rawTurns) {
 	r.post = append(r.post, o.post...)
 	r.delivery = append(r.delivery, o.delivery...)
+	r.speed = append(r.speed, o.speed...)
 	r.load += o.load
 	r.backlogs = append(r.backlogs, o.backlogs...)
+	r.cpu = append(r.cpu, o.cpu...)
+}
+
+// ratios returns ours[k] over theirs[k] for each k both have.
+func ratios(ours, theirs []float64) []float64 {
+	out := make([]float64, min(len(ours), len(theirs)))
+	for k := range out {
+		out[k] = ratio(ours[k], theirs[k])
+	}
+	return out
 }
 
 // side is what one side of a run, Furrow or the bare engine, delivered at
@@ -57,8 +70,9 @@ type side struct {
 	raw  rawTurns
 }
 
-// add folds the side's turn t into s.
+// add folds the side's turn t, its cost measured, into s.
 func (s *side) add(t side) {
+	t.raw.cpu = []float64{ratio(t.Cost.CPU["machine"], float64(t.Delivered))}
 	s.Delivered += t.Delivered
 	s.InLoad += t.InLoad
 	s.Missing += t.Missing

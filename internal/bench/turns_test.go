@@ -57,6 +57,9 @@ func TestDeliveryTurnsAddUp(t *testing.T) {
 	if c := r.Cost; c.CPU["machine"] != 40 || c.Wall != 20 || c.Databases[0].Calls != 2000 || len(c.Statements) != 1 || c.Statements[0].ExecMs != 2 {
 		t.Errorf("cost %+v; want the turns' CPU, wall time and statements added", c)
 	}
+	if !slices.Equal(r.raw.cpu, []float64{0.01, 0.03}) || !slices.Equal(ratios(r.raw.cpu, []float64{0.01, 0.02}), []float64{1, 1.5}) {
+		t.Errorf("CPU per delivery by turn %v; want each turn's own, for the turn-by-turn ratio", r.raw.cpu)
+	}
 	b := r.Backlog
 	if !b.Grew || b.Lagged || b.Slope != 5 || b.MaxOutstanding != 40 || len(b.Samples) != 4 || b.Samples[3].AtSeconds != 18 {
 		t.Errorf("backlog %+v; want it grown, as the second turn's, with both turns' samples one after the other", b)
