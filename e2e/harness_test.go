@@ -49,9 +49,6 @@ func (f *furrow) Stdout() string { return f.p.Stdout() }
 // Logs returns what the process logged so far.
 func (f *furrow) Logs() string { return f.p.Logs() }
 
-// Stop interrupts the process and waits for a clean exit.
-func (f *furrow) Stop() { f.p.Stop() }
-
 // start runs `furrow <command>` with env added to this process's
 // environment and waits until /healthz answers. The process is stopped
 // when t ends, and its output is shown if t failed.

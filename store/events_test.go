@@ -71,21 +71,6 @@ func TestCreateEventAndList(t *testing.T) {
 	}
 }
 
-func createEvents(t *testing.T, db interface {
-	CreateEvent(context.Context, furrow.Event) (furrow.OutboxEvent, error)
-}, farm uuid.UUID, n int) []furrow.Event {
-	t.Helper()
-	out := make([]furrow.Event, n)
-	for i := range n {
-		e, err := db.CreateEvent(context.Background(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: farm, OccurredAtMs: int64(1000 + i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = e.Event
-	}
-	return out
-}
-
 // subscribe gives the fixture's farm a webhook for every event type, so
 // that its events wait in the outbox for the dispatcher.
 func subscribe(t testing.TB, db *store.DB, fx fixture) furrow.Webhook {

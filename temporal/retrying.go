@@ -52,13 +52,6 @@ func (r *RetryingWorker) loop(ctx context.Context, build func() worker.Worker, m
 	}
 }
 
-// Started reports whether a worker runs.
-func (r *RetryingWorker) Started() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.w != nil
-}
-
 // Stop ends the retries and stops the worker if one started, waiting for
 // its activities as its options say.
 func (r *RetryingWorker) Stop() {
