@@ -61,7 +61,7 @@ func benchBaseline(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 }
 
 func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
-	c := bench.IngestConfig{DatabaseURL: cfg.DatabaseURL, TemporalAddress: cfg.TemporalAddress, Logger: log}
+	c := bench.IngestConfig{DatabaseURL: cfg.DatabaseURL, TemporalAddress: cfg.TemporalAddress, Environ: os.Environ(), Logger: log}
 	fs.StringVar(&c.URL, "url", "", "API to measure (its database is FURROW_DATABASE_URL); empty starts `furrow serve` on a scratch database")
 	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server (rate limiter and bus); default FURROW_REDIS_URL")
 	fs.IntVar(&c.Devices, "devices", bench.DefaultIngestDevices, "devices, each with its own key; requests go to each in turn (enough that the rate limit cannot cap the run)")
@@ -150,7 +150,7 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 }
 
 func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
-	c := bench.DeliveryConfig{DatabaseURL: cfg.DatabaseURL, Logger: log}
+	c := bench.DeliveryConfig{DatabaseURL: cfg.DatabaseURL, Environ: os.Environ(), Logger: log}
 	fs.StringVar(&c.URL, "url", "", "server to measure, or comma-separated API replicas of one deployment (its database is FURROW_DATABASE_URL; it must trust --cert-dir/receiver.pem); empty starts `furrow dev`")
 	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server; default FURROW_REDIS_URL")
 	fs.StringVar(&c.CertDir, "cert-dir", "", "directory keeping the receiver's certificate (receiver.pem); default a temporary one")

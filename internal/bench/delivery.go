@@ -45,8 +45,11 @@ type DeliveryConfig struct {
 	NoEngine        bool
 	// Turns is how many turns each side takes, each of Duration/Turns
 	// (0: one); without the engine Furrow runs for Duration in one turn.
-	Turns  int
-	Logger *slog.Logger
+	Turns int
+	// Environ is the environment a started server inherits (the bench
+	// command passes its own), less its FURROW_* settings (see inherited).
+	Environ []string
+	Logger  *slog.Logger
 }
 
 // DeliveryResult is what a delivery run measured.
@@ -224,7 +227,7 @@ func startDev(ctx context.Context, cfg DeliveryConfig, caFile string, log *slog.
 	}
 	t.temporal = frontend
 	log.Info("starting furrow dev", "binary", cfg.Binary, "redis", cfg.RedisURL != "")
-	stop, err := startServer(ctx, cfg.Binary, "dev", cfg.DatabaseURL, cfg.RedisURL, env, t)
+	stop, err := startServer(ctx, cfg.Binary, "dev", cfg.Environ, cfg.DatabaseURL, cfg.RedisURL, env, t)
 	if err != nil {
 		os.RemoveAll(dataDir)
 		return nil, err

@@ -42,8 +42,11 @@ type IngestConfig struct {
 	// Rate is the offered load in requests per second; 0 is full speed.
 	Rate float64
 	// Pid, when positive, is the server whose memory is read after the run.
-	Pid    int
-	Logger *slog.Logger
+	Pid int
+	// Environ is the environment a started server inherits (the bench
+	// command passes its own), less its FURROW_* settings (see inherited).
+	Environ []string
+	Logger  *slog.Logger
 }
 
 // IngestResult is what an ingest run measured.
@@ -142,7 +145,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 		// client of `furrow serve` only needs an address.
 		env := []string{"FURROW_TEMPORAL_ADDRESS=" + or(cfg.TemporalAddress, "127.0.0.1:7233")}
 		log.Info("starting furrow serve", "binary", cfg.Binary, "redis", cfg.RedisURL != "")
-		stop, err := startServer(ctx, cfg.Binary, "serve", cfg.DatabaseURL, cfg.RedisURL, env, &t)
+		stop, err := startServer(ctx, cfg.Binary, "serve", cfg.Environ, cfg.DatabaseURL, cfg.RedisURL, env, &t)
 		if err != nil {
 			return IngestResult{}, err
 		}

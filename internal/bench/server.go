@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -11,15 +10,16 @@ import (
 )
 
 // startServer starts `binary command` on a scratch database beside
-// databaseURL, with redisURL (if any) and env, waits until it is healthy,
+// databaseURL, with redisURL (if any) and env added to what it inherits
+// from environ (see inherited), waits until it is healthy,
 // and points t at it. The returned function stops it and drops the
 // database.
-func startServer(ctx context.Context, binary, command, databaseURL, redisURL string, env []string, t *target) (func(), error) {
+func startServer(ctx context.Context, binary, command string, environ []string, databaseURL, redisURL string, env []string, t *target) (func(), error) {
 	dbURL, drop, err := ScratchDatabase(ctx, databaseURL)
 	if err != nil {
 		return nil, err
 	}
-	env = append(env, "FURROW_DATABASE_URL="+dbURL)
+	env = append(append(inherited(environ), env...), "FURROW_DATABASE_URL="+dbURL)
 	if redisURL != "" {
 		env = append(env, "FURROW_REDIS_URL="+redisURL)
 	}
@@ -32,25 +32,28 @@ func startServer(ctx context.Context, binary, command, databaseURL, redisURL str
 	return func() { p.Stop(); drop() }, nil
 }
 
-// startFurrow runs `binary command` with env and none of the FURROW_*
-// settings of this process, and waits up to 3 minutes for it to be
-// healthy. It fails, quoting the end of the process's log, if the process
+// inherited is environ less its FURROW_* settings: the server under test
+// gets only the settings the tool chooses, and the profiling listener's
+// address (FURROW_PPROF_ADDR) if one is asked for.
+func inherited(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "FURROW_") || strings.HasPrefix(kv, "FURROW_PPROF_ADDR=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// startFurrow runs `binary command` with env as its whole environment, and
+// waits up to 3 minutes for it to be healthy. It fails, quoting the end of the process's log, if the process
 // exits or stays unhealthy. The free ports it hands the process are picked
 // before the process binds them, so another program may take one
 // meanwhile: a start that fails on an address in use is tried again, on
 // new ports, up to startTries times.
 func startFurrow(ctx context.Context, binary, command string, env []string) (*loopback.Process, error) {
-	var full []string
-	for _, kv := range os.Environ() {
-		// The server under test gets only the settings the tool chooses,
-		// and the profiling listener if one is asked for.
-		if !strings.HasPrefix(kv, "FURROW_") || strings.HasPrefix(kv, "FURROW_PPROF_ADDR=") {
-			full = append(full, kv)
-		}
-	}
-	full = append(full, env...)
 	for try := 1; ; try++ {
-		p, err := loopback.Start(loopback.Command{Binary: binary, Args: []string{command}, Env: full, LogLimit: 16 << 10})
+		p, err := loopback.Start(loopback.Command{Binary: binary, Args: []string{command}, Env: env, LogLimit: 16 << 10})
 		if err != nil {
 			return nil, err
 		}

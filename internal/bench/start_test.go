@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestStartTriesAgainOnATakenPort(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := startFurrow(ctx, os.Args[0], "serve", []string{"BENCH_FAKE_FURROW=" + dir})
+	p, err := startFurrow(ctx, os.Args[0], "serve", append(os.Environ(), "BENCH_FAKE_FURROW="+dir))
 	if err != nil {
 		t.Fatalf("start after a taken port: %v", err)
 	}
@@ -54,5 +55,13 @@ func TestStartGivesUpOnOtherFailures(t *testing.T) {
 	_, err := startFurrow(ctx, "/bin/false", "serve", nil)
 	if err == nil || !strings.Contains(err.Error(), "furrow serve") {
 		t.Fatalf("start of a process that exits: %v, want the failure", err)
+	}
+}
+
+func TestInheritedKeepsOnlyTheProfilerOfFurrowSettings(t *testing.T) {
+	got := inherited([]string{"PATH=/bin", "FURROW_DATABASE_URL=postgres://x", "FURROW_PPROF_ADDR=127.0.0.1:6060", "GOGC=200", "FURROW_REDIS_URL=redis://y"})
+	want := []string{"PATH=/bin", "FURROW_PPROF_ADDR=127.0.0.1:6060", "GOGC=200"}
+	if !slices.Equal(got, want) {
+		t.Errorf("inherited = %q, want %q", got, want)
 	}
 }
