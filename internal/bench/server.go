@@ -11,9 +11,8 @@ import (
 
 // startServer starts `binary command` on a scratch database beside
 // databaseURL, with redisURL (if any) and env added to what it inherits
-// from environ (see inherited), waits until it is healthy,
-// and points t at it. The returned function stops it and drops the
-// database.
+// from environ (see inherited), waits until it is healthy, and points t at
+// it. The returned function stops it and drops the database.
 func startServer(ctx context.Context, binary, command string, environ []string, databaseURL, redisURL string, env []string, t *target) (func(), error) {
 	dbURL, drop, err := ScratchDatabase(ctx, databaseURL)
 	if err != nil {
@@ -46,11 +45,11 @@ func inherited(environ []string) []string {
 }
 
 // startFurrow runs `binary command` with env as its whole environment, and
-// waits up to 3 minutes for it to be healthy. It fails, quoting the end of the process's log, if the process
-// exits or stays unhealthy. The free ports it hands the process are picked
-// before the process binds them, so another program may take one
-// meanwhile: a start that fails on an address in use is tried again, on
-// new ports, up to startTries times.
+// waits up to 3 minutes for it to be healthy. It fails, quoting the end of
+// the process's log, if the process exits or stays unhealthy. The free
+// ports it hands the process are picked before the process binds them, so
+// another program may take one meanwhile: a start that fails on an address
+// in use is tried again, on new ports, up to startTries times.
 func startFurrow(ctx context.Context, binary, command string, env []string) (*loopback.Process, error) {
 	for try := 1; ; try++ {
 		p, err := loopback.Start(loopback.Command{Binary: binary, Args: []string{command}, Env: env, LogLimit: 16 << 10})
