@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/furrowhq/furrow/internal/loopback"
@@ -285,15 +284,12 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	var (
 		mu       sync.Mutex
 		accepted = map[string]time.Time{} // reading value -> 201 received
-		count    atomic.Int64
 	)
 	hc := loadClient(cfg.Concurrency)
 	defer hc.CloseIdleConnections()
 	cpu := startCPU(t.pid)
-	rejected := rcv.rejections()
-	p := newPace(d, cfg.Rate)
-	s := startSampler(ctx, t.databaseURL, fl.farm, p.start, func() int64 { return count.Load() - rcv.received(tag) })
-	tl := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, tl *tally) {
+	m := startTurn(ctx, rcv, tag, d, cfg.Rate, t.databaseURL, fl.farm)
+	tl := runLoad(ctx, cfg.Concurrency, m.pace, func(ctx context.Context, i int64, tl *tally) {
 		value := turnValue(tag, i)
 		began := time.Now()
 		status, _, err := postReading(ctx, hc, t.replica(i), fl.devices[i%int64(len(fl.devices))], value)
@@ -308,32 +304,14 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 			mu.Lock()
 			accepted[value] = time.Now()
 			mu.Unlock()
-			count.Add(1)
+			m.sent.Add(1)
 		}
 	})
-	loadEnd := time.Now()
-	samples := s.stop()
-	drained := waitDrained(ctx, rcv, tag, count.Load(), cfg.Drain)
-
-	r := DeliveryResult{Accepted: count.Load(), Status: map[string]int64{}, Failures: tl.failures, ServerCPU: cpu.stop()}
-	r.DrainTime = drained
+	got := m.end(ctx, cfg.Drain, accepted, tl.latencies)
+	r := DeliveryResult{Accepted: m.sent.Load(), Status: map[string]int64{}, Failures: tl.failures, ServerCPU: cpu.stop(), side: got}
 	for code, n := range tl.status {
 		r.Status[strconv.Itoa(code)] = n
 	}
-	lat, missing, inLoad := rcv.arrivalsOf(accepted, loadEnd)
-	r.Missing, r.InLoad = missing, inLoad
-	got := rcv.turn(tag)
-	r.Delivered, r.Duplicates, r.Rejected = got.received, got.dups, rcv.rejections()-rejected
-	r.raw = rawTurns{post: tl.latencies, delivery: lat, load: loadEnd.Sub(p.start), backlogs: []Backlog{analyse(samples, d, cfg.Rate)}}
+	r.Duplicates = rcv.turn(tag).dups
 	return r
-}
-
-// waitDrained waits until want events of the turn tagged tag have arrived
-// or limit passes, and returns how long it waited.
-func waitDrained(ctx context.Context, rcv *Receiver, tag string, want int64, limit time.Duration) time.Duration {
-	began := time.Now()
-	for rcv.received(tag) < want && time.Since(began) < limit && ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(began)
 }

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -115,12 +114,9 @@ func (e *engine) turn(ctx context.Context, tag string, d time.Duration) EngineRe
 	var (
 		mu      sync.Mutex
 		started = map[string]time.Time{} // value -> start call made
-		count   atomic.Int64
 	)
-	rejected := rcv.rejections()
-	p := newPace(d, cfg.Rate)
-	s := startSampler(ctx, "", "", p.start, func() int64 { return count.Load() - rcv.received(tag) })
-	tl := runLoad(ctx, cfg.Concurrency, p, func(ctx context.Context, i int64, tl *tally) {
+	m := startTurn(ctx, rcv, tag, d, cfg.Rate, "", "")
+	tl := runLoad(ctx, cfg.Concurrency, m.pace, func(ctx context.Context, i int64, tl *tally) {
 		value := turnValue(tag, i)
 		in := engineInput{EventID: furrow.NewEventID(), Value: value}
 		opts := client.StartWorkflowOptions{
@@ -140,18 +136,9 @@ func (e *engine) turn(ctx context.Context, tag string, d time.Duration) EngineRe
 			return
 		}
 		tl.latencies = append(tl.latencies, time.Since(began))
-		count.Add(1)
+		m.sent.Add(1)
 	})
-	loadEnd := time.Now()
-	samples := s.stop()
-	drained := waitDrained(ctx, rcv, tag, count.Load(), cfg.Drain)
-	r := EngineResult{Started: count.Load(), StartErrors: tl.failures}
-	r.DrainTime = drained
-	lat, missing, inLoad := rcv.arrivalsOf(started, loadEnd)
-	r.Missing, r.InLoad = missing, inLoad
-	r.Delivered, r.Rejected = rcv.received(tag), rcv.rejections()-rejected
-	r.raw = rawTurns{post: tl.latencies, delivery: lat, load: loadEnd.Sub(p.start), backlogs: []Backlog{analyse(samples, d, cfg.Rate)}}
-	return r
+	return EngineResult{Started: m.sent.Load(), StartErrors: tl.failures, side: m.end(ctx, cfg.Drain, started, tl.latencies)}
 }
 
 // enginePoster is the bare engine's delivery: the event's body signed in

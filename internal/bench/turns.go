@@ -2,8 +2,10 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -197,4 +199,49 @@ func addSeconds(a, b map[string]float64) map[string]float64 {
 		out[k] += v
 	}
 	return out
+}
+
+// turnMeter measures one side's turn at the receiver: the backlog while
+// the turn's load runs, then its drain and what arrived. The load adds to
+// sent each request whose event must arrive.
+type turnMeter struct {
+	rcv      *Receiver
+	tag      string
+	rejected int64 // the receiver's rejections before the turn
+	pace     *pace
+	sampler  *sampler
+	sent     atomic.Int64
+}
+
+// startTurn paces a turn tagged tag of d at rate and samples its backlog,
+// the outbox's too when databaseURL and farm are given.
+func startTurn(ctx context.Context, rcv *Receiver, tag string, d time.Duration, rate float64, databaseURL, farm string) *turnMeter {
+	m := &turnMeter{rcv: rcv, tag: tag, rejected: rcv.rejections(), pace: newPace(d, rate)}
+	m.sampler = startSampler(ctx, databaseURL, farm, m.pace.start, func() int64 { return m.sent.Load() - rcv.received(tag) })
+	return m
+}
+
+// end waits up to drain for the turn's events and returns the side's
+// figures of the turn; at holds when each event's request was made or
+// answered, post the requests' latencies.
+func (m *turnMeter) end(ctx context.Context, drain time.Duration, at map[string]time.Time, post []time.Duration) side {
+	loadEnd := time.Now()
+	samples := m.sampler.stop()
+	s := side{DrainTime: m.drain(ctx, drain)}
+	lat, missing, inLoad := m.rcv.arrivalsOf(at, loadEnd)
+	s.Missing, s.InLoad = missing, inLoad
+	s.Delivered, s.Rejected = m.rcv.received(m.tag), m.rcv.rejections()-m.rejected
+	d := m.pace.end.Sub(m.pace.start)
+	s.raw = rawTurns{post: post, delivery: lat, load: loadEnd.Sub(m.pace.start), backlogs: []Backlog{analyse(samples, d, m.pace.rate)}}
+	return s
+}
+
+// drain waits until every sent event of the turn has arrived or limit
+// passes, and returns how long it waited.
+func (m *turnMeter) drain(ctx context.Context, limit time.Duration) time.Duration {
+	began := time.Now()
+	for m.rcv.received(m.tag) < m.sent.Load() && time.Since(began) < limit && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(began)
 }
