@@ -38,8 +38,15 @@ func TestProbes(t *testing.T) {
 	})
 	h.rebuild()
 	r = h.do(req{method: "GET", path: "/readyz"})
-	if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Body, `"status":"unavailable"`) || !strings.Contains(r.Body, `"reason"`) {
+	if r.Status != http.StatusServiceUnavailable || strings.TrimSpace(r.Body) != `{"reason":"The database is not reachable.","status":"unavailable"}` {
 		t.Fatalf("readyz down: %d %s", r.Status, r.Body)
+	}
+	// A process that is stopping says so, not that its database is down.
+	h.deps.Ready = pingFunc(func(context.Context) error { return fmt.Errorf("draining: %w", ErrShuttingDown) })
+	h.rebuild()
+	r = h.do(req{method: "GET", path: "/readyz"})
+	if r.Status != http.StatusServiceUnavailable || strings.TrimSpace(r.Body) != `{"reason":"The process is shutting down.","status":"unavailable"}` {
+		t.Fatalf("readyz while shutting down: %d %s", r.Status, r.Body)
 	}
 }
 

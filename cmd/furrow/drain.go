@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/furrowhq/furrow/api"
 )
-
-// errDraining is what /readyz reports once the process is stopping.
-var errDraining = errors.New("Shutting down.")
 
 // drain is the first step of a graceful stop: /readyz turns unavailable so
 // that load balancers move on, and every response says `Connection: close`
@@ -22,10 +18,11 @@ type drain struct {
 	ready api.Pinger
 }
 
-// Ping answers /readyz: the wrapped check, or errDraining once draining.
+// Ping answers /readyz: the wrapped check, or api.ErrShuttingDown once
+// draining.
 func (d *drain) Ping(ctx context.Context) error {
 	if d.on.Load() {
-		return errDraining
+		return api.ErrShuttingDown
 	}
 	return d.ready.Ping(ctx)
 }

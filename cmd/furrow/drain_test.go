@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/furrowhq/furrow/api"
 )
 
 type pingFunc func(context.Context) error
@@ -23,7 +25,7 @@ func TestDrainTurnsReadinessOffAndClosesConnections(t *testing.T) {
 	d.on.Store(true)
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	if err := d.Ping(context.Background()); !errors.Is(err, errDraining) || rec.Header().Get("Connection") != "close" {
+	if err := d.Ping(context.Background()); !errors.Is(err, api.ErrShuttingDown) || rec.Header().Get("Connection") != "close" {
 		t.Fatalf("draining: ping %v, Connection %q", err, rec.Header().Get("Connection"))
 	}
 }
