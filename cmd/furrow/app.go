@@ -138,7 +138,10 @@ func (s *server) run(ctx context.Context) error {
 	g.Go(func() error {
 		<-gctx.Done()
 		s.drain.on.Store(true)
-		time.Sleep(drainGrace(s.cfg.ShutdownTimeout))
+		grace := drainGrace(s.cfg.ShutdownTimeout)
+		s.log.Info("stopping: /readyz answers 503; requests and first attempts finish after the grace",
+			"grace", grace, "shutdown_timeout", s.cfg.ShutdownTimeout)
+		time.Sleep(grace)
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 		defer cancel()
 		// The worker finishes its activities while requests finish.
@@ -158,6 +161,9 @@ func (s *server) run(ctx context.Context) error {
 	s.close()
 	if errors.Is(err, context.Canceled) {
 		err = nil
+	}
+	if err == nil {
+		s.log.Info("stopped")
 	}
 	return err
 }

@@ -55,7 +55,9 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	}
 	log.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace)
 	<-ctx.Done()
+	log.Info("stopping: activities in flight finish", "shutdown_timeout", cfg.ShutdownTimeout)
 	w.Stop()
+	log.Info("stopped")
 	return nil
 }
 
