@@ -37,6 +37,10 @@ type Config struct {
 	// 2-core machine (starts of about 100 ms) dispatched no more than about
 	// 140 events a second.
 	Starts int
+	// Gather is how long a woken dispatcher waits for more events before
+	// it claims, while wakes come at least one per Gather [20ms]; see
+	// defaultGather.
+	Gather time.Duration
 }
 
 // Starter starts workflows; *client.Client satisfies it.
@@ -67,6 +71,7 @@ type Dispatcher struct {
 	owner uuid.UUID // names this dispatcher's leases in the outbox
 	wake  chan struct{}
 	woken wokenFarms // the farms of the wakes since a claim looked for them
+	came  arrivals   // how often wakes come
 	// mu guards what a pass and the express passes beside it keep of the
 	// farms.
 	mu         sync.Mutex
@@ -87,6 +92,7 @@ func New(cfg Config, deps Deps) *Dispatcher {
 	cfg.Batch = orDefault(cfg.Batch, 100)
 	cfg.Parallel = orDefault(cfg.Parallel, 16)
 	cfg.Starts = orDefault(cfg.Starts, 64)
+	cfg.Gather = orDefault(cfg.Gather, defaultGather)
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
@@ -118,6 +124,7 @@ func (d *Dispatcher) Owner() uuid.UUID { return d.owner }
 // the wake for when its wait is over.
 func (d *Dispatcher) Wake(farm uuid.UUID) {
 	d.woken.note(farm)
+	d.came.note(time.Now())
 	d.signal()
 }
 
@@ -168,8 +175,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // sleep waits for wait, a Wake or the end of ctx; false means ctx ended.
+// While wakes come steadily it then waits Gather more, so that the next
+// claim takes the events of the wakes meanwhile too.
 func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
-	return d.wait(ctx, wait, d.wake)
+	if !d.wait(ctx, wait, d.wake) {
+		return false
+	}
+	if d.came.steady(time.Now(), d.cfg.Gather) {
+		return d.pause(ctx, d.cfg.Gather)
+	}
+	return true
 }
 
 // pause waits for wait or the end of ctx, leaving wakes pending; false

@@ -1,0 +1,93 @@
+package dispatch
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestArrivalsSteadyOnlyWhileWakesComeOften(t *testing.T) {
+	const within = 20 * time.Millisecond
+	var a arrivals
+	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	if a.steady(at, within) {
+		t.Fatal("steady before any wake")
+	}
+	a.note(at)
+	if a.steady(at, within) {
+		t.Fatal("steady after a lone wake")
+	}
+	for range 20 {
+		at = at.Add(5 * time.Millisecond)
+		a.note(at)
+	}
+	if !a.steady(at, within) {
+		t.Fatalf("not steady after wakes 5 ms apart (gap %v)", a.gap)
+	}
+	if a.steady(at.Add(within+time.Millisecond), within) {
+		t.Fatal("still steady once the wakes have stopped for longer than within")
+	}
+	// After a quiet hour, a dozen or so quick wakes make it steady again.
+	at = at.Add(time.Hour)
+	a.note(at)
+	n := 0
+	for ; !a.steady(at, within) && n < 100; n++ {
+		at = at.Add(5 * time.Millisecond)
+		a.note(at)
+	}
+	if n > 15 {
+		t.Fatalf("%d quick wakes after a quiet hour before steady", n)
+	}
+	var slow arrivals
+	for range 20 {
+		at = at.Add(100 * time.Millisecond)
+		slow.note(at)
+	}
+	if slow.steady(at, within) {
+		t.Fatal("steady with wakes 100 ms apart")
+	}
+}
+
+// Events stored one after another, each with its wake, are claimed a few
+// at a time.
+func TestRunGathersSteadyWakesIntoFewerClaims(t *testing.T) {
+	w := newWorld(Config{Batch: 100, Sweep: time.Hour, Gather: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.d.Run(ctx) }()
+	waitFor(t, func() bool { return w.calls.Count("ClaimEvents") >= 1 })
+	const n = 50
+	var last string
+	for range n {
+		last = w.addEvents(1)[0].ID
+		w.d.Wake(w.farm)
+		time.Sleep(2 * time.Millisecond)
+	}
+	waitFor(t, func() bool { return w.isDispatched(last) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := w.fullClaims(); got > 10 {
+		t.Fatalf("%d claims took the %d events; want them gathered into a few", got, n)
+	}
+	if got := len(w.starter.started); got != n {
+		t.Fatalf("%d workflows started for %d events", got, n)
+	}
+}
+
+// A wake after a quiet spell is claimed at once, not after Gather.
+func TestRunClaimsALoneWakeAtOnce(t *testing.T) {
+	w := newWorld(Config{Batch: 10, Sweep: time.Hour, Gather: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.d.Run(ctx) }()
+	waitFor(t, func() bool { return w.calls.Count("ClaimEvents") >= 1 })
+	e := w.addEvents(1)[0]
+	w.d.Wake(w.farm)
+	waitFor(t, func() bool { return w.isDispatched(e.ID) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
