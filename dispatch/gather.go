@@ -13,8 +13,8 @@ import (
 // at once.
 const (
 	// defaultGather is Config.Gather's default: at 70 events a second it
-	// took a delivery's machine CPU down by about a twentieth, for 20 ms
-	// of latency (BENCHMARKS.md).
+	// took a delivery's machine CPU down by about 6%, for 20 ms of
+	// latency (BENCHMARKS.md).
 	defaultGather = 20 * time.Millisecond
 	// longestGap caps one interval between wakes in their smoothed mean,
 	// so that a quiet hour is forgotten after a dozen quick wakes.
