@@ -558,18 +558,30 @@ func TestWakeCoalesces(t *testing.T) {
 	}
 }
 
+// A lone wake is claimed at once: not after the sweep, nor after Gather.
 func TestRunDispatchesOnWake(t *testing.T) {
-	w := newWorld(Config{Batch: 10, Sweep: time.Hour})
+	w := newWorld(Config{Batch: 10, Sweep: time.Hour, Gather: time.Hour})
+	stop := w.run(t)
+	e := w.addEvents(1)[0]
+	w.d.Wake(w.farm)
+	waitFor(t, func() bool { return w.isDispatched(e.ID) })
+	stop()
+}
+
+// run runs the dispatcher until its first claim, and returns what stops it
+// and checks that Run then returned nil.
+func (w *world) run(t *testing.T) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.d.Run(ctx) }()
 	waitFor(t, func() bool { return w.calls.Count("ClaimEvents") >= 1 })
-	e := w.addEvents(1)[0]
-	w.d.Wake(w.farm)
-	waitFor(t, func() bool { return w.isDispatched(e.ID) })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run = %v, want nil after cancel", err)
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v, want nil after cancel", err)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -52,10 +51,7 @@ func TestArrivalsSteadyOnlyWhileWakesComeOften(t *testing.T) {
 // at a time.
 func TestRunGathersSteadyWakesIntoFewerClaims(t *testing.T) {
 	w := newWorld(Config{Batch: 100, Sweep: time.Hour, Gather: 200 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- w.d.Run(ctx) }()
-	waitFor(t, func() bool { return w.calls.Count("ClaimEvents") >= 1 })
+	stop := w.run(t)
 	const n = 50
 	var last string
 	for range n {
@@ -64,30 +60,11 @@ func TestRunGathersSteadyWakesIntoFewerClaims(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	waitFor(t, func() bool { return w.isDispatched(last) })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if got := w.fullClaims(); got > 10 {
 		t.Fatalf("%d claims took the %d events; want them gathered into a few", got, n)
 	}
 	if got := len(w.starter.started); got != n {
 		t.Fatalf("%d workflows started for %d events", got, n)
-	}
-}
-
-// A wake after a quiet spell is claimed at once, not after Gather.
-func TestRunClaimsALoneWakeAtOnce(t *testing.T) {
-	w := newWorld(Config{Batch: 10, Sweep: time.Hour, Gather: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- w.d.Run(ctx) }()
-	waitFor(t, func() bool { return w.calls.Count("ClaimEvents") >= 1 })
-	e := w.addEvents(1)[0]
-	w.d.Wake(w.farm)
-	waitFor(t, func() bool { return w.isDispatched(e.ID) })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
