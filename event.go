@@ -170,10 +170,12 @@ type DeviceOfflineData struct {
 	OfflineAfterMs int64     `json:"offline_after_ms"`
 }
 
-// EventFilter selects a farm's events, newest first.
+// EventFilter selects a farm's events, newest first; Before (a cursor of an
+// earlier page) pages backwards stably.
 type EventFilter struct {
 	FarmID  uuid.UUID
 	Type    string // "" = all
 	SinceMs *int64
+	Before  *Cursor
 	Limit   int
 }

@@ -86,20 +86,15 @@ func (l LiveReading) MarshalJSON() ([]byte, error) {
 }
 
 // ReadingFilter selects readings of one farm for the polling API. Results
-// are newest first; Before (a reading cursor) pages backwards stably.
+// are newest first; Before (a cursor of an earlier page) pages backwards
+// stably.
 type ReadingFilter struct {
 	FarmID   uuid.UUID
 	DeviceID *uuid.UUID
 	MetricID *int32
 	SinceMs  *int64
-	Before   *ReadingCursor
+	Before   *Cursor
 	Limit    int
-}
-
-// ReadingCursor marks a position in a farm's readings, newest first.
-type ReadingCursor struct {
-	TimestampMs int64
-	Seq         int64
 }
 
 // IdempotencyWindow is how long an Idempotency-Key of a reading is

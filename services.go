@@ -72,7 +72,7 @@ type ReadingService interface {
 	CreateReadingOnce(ctx context.Context, r Reading, keyHash *SecretHash, once Idempotency) (stored Reading, ev OutboxEvent, replayed bool, err error)
 	// Readings lists readings, newest first, with the cursor of the last
 	// one returned (nil when there are no more).
-	Readings(ctx context.Context, f ReadingFilter) ([]Reading, *ReadingCursor, error)
+	Readings(ctx context.Context, f ReadingFilter) ([]Reading, *Cursor, error)
 }
 
 // EventService stores farm events in the outbox and lists them.
@@ -82,8 +82,9 @@ type EventService interface {
 	CreateEvent(ctx context.Context, e Event) (OutboxEvent, error)
 	// Event returns one event by id.
 	Event(ctx context.Context, id string) (Event, error)
-	// Events lists a farm's events, newest first.
-	Events(ctx context.Context, f EventFilter) ([]Event, error)
+	// Events lists a farm's events, newest first, and the cursor of the
+	// next page (nil when none is left).
+	Events(ctx context.Context, f EventFilter) ([]Event, *Cursor, error)
 }
 
 // Outbox is the dispatcher's view of undispatched events. A claimed event

@@ -7,8 +7,9 @@ import (
 )
 
 // maxRedeliver bounds one redelivery request, so that a far-back since_ms
-// cannot start an unbounded number of workflows.
-const maxRedeliver = 1000
+// cannot start an unbounded number of workflows. It is one page of the
+// events list, which eventsSince reads.
+const maxRedeliver = furrow.MaxListLimit
 
 // listAttempts lists a webhook's delivery log newest first: 200.
 func (s *server) listAttempts(w http.ResponseWriter, r *http.Request) error {
@@ -87,11 +88,13 @@ func (s *server) eventsSince(r *http.Request, wh furrow.Webhook, sinceMs int64) 
 	if sinceMs < 0 {
 		return nil, furrow.Errorf(furrow.EINVALID, "The field since_ms must not be negative.")
 	}
-	all, err := s.Events.Events(r.Context(), furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs, Limit: maxRedeliver + 1})
+	all, more, err := s.Events.Events(r.Context(), furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs, Limit: maxRedeliver})
 	if err != nil {
 		return nil, err
 	}
-	if len(all) > maxRedeliver {
+	// The store lists at most maxRedeliver events a page: a next page says
+	// that more occurred, and the oldest would otherwise go unsent.
+	if more != nil {
 		return nil, furrow.Errorf(furrow.EINVALID, "More than %d events occurred since since_ms; choose a later since_ms.", maxRedeliver)
 	}
 	var events []furrow.Event

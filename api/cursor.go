@@ -3,31 +3,62 @@ package api
 import (
 	"encoding/base64"
 	"fmt"
+	"net/http"
 
 	"github.com/furrowhq/furrow"
 )
 
-// cursorVersion prefixes encoded cursors so that their shape can change
+// list names a paged list; its name prefixes the list's cursors, so that a
+// cursor of one list is refused by another and a cursor's shape can change
 // without misreading old ones.
-const cursorVersion = "r1"
+type list string
 
-// encodeCursor makes a reading cursor opaque to clients.
-func encodeCursor(c furrow.ReadingCursor) string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%d:%d", cursorVersion, c.TimestampMs, c.Seq))
+// The paged lists.
+const (
+	readingsList list = "r1"
+	eventsList   list = "e1"
+)
+
+// nextCursorHeader carries the cursor of a list's next page.
+const nextCursorHeader = "Furrow-Next-Cursor"
+
+// encodeCursor makes a cursor of l opaque to clients.
+func encodeCursor(l list, c furrow.Cursor) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%d:%d", l, c.TimestampMs, c.Seq))
 }
 
-// decodeCursor reverses encodeCursor; anything else is EINVALID.
-func decodeCursor(s string) (furrow.ReadingCursor, error) {
-	bad := furrow.Errorf(furrow.EINVALID, "The query parameter cursor is malformed; pass back the Furrow-Next-Cursor header as is.")
+// decodeCursor reverses encodeCursor for l; anything else is EINVALID.
+func decodeCursor(l list, s string) (furrow.Cursor, error) {
+	bad := furrow.Errorf(furrow.EINVALID, "The query parameter cursor is malformed; pass back the %s header as is.", nextCursorHeader)
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return furrow.ReadingCursor{}, bad
+		return furrow.Cursor{}, bad
 	}
-	var c furrow.ReadingCursor
+	var c furrow.Cursor
 	var rest string
-	n, _ := fmt.Sscanf(string(b), cursorVersion+":%d:%d%s", &c.TimestampMs, &c.Seq, &rest)
-	if n != 2 || encodeCursor(c) != s {
-		return furrow.ReadingCursor{}, bad
+	n, _ := fmt.Sscanf(string(b), string(l)+":%d:%d%s", &c.TimestampMs, &c.Seq, &rest)
+	if n != 2 || encodeCursor(l, c) != s {
+		return furrow.Cursor{}, bad
 	}
 	return c, nil
+}
+
+// queryCursor parses the optional ?cursor= of l.
+func queryCursor(r *http.Request, l list) (*furrow.Cursor, error) {
+	s := r.URL.Query().Get("cursor")
+	if s == "" {
+		return nil, nil
+	}
+	c, err := decodeCursor(l, s)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// setNextCursor names the next page of l, when there is one.
+func setNextCursor(w http.ResponseWriter, l list, next *furrow.Cursor) {
+	if next != nil {
+		w.Header().Set(nextCursorHeader, encodeCursor(l, *next))
+	}
 }

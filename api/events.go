@@ -37,22 +37,37 @@ func (s *server) createEvent(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listEvents lists the farm's events newest first, filtered by ?type= and
-// bounded by ?limit=: 200.
+// ?since_ms=: 200. When more remain, the Furrow-Next-Cursor header holds
+// the cursor of the next page.
 func (s *server) listEvents(w http.ResponseWriter, r *http.Request) error {
-	typ := r.URL.Query().Get("type")
-	if typ != "" && !furrow.IsEventType(typ) {
-		return furrow.Errorf(furrow.EINVALID, "The query parameter type must be one of the event types.")
-	}
-	limit, err := queryLimit(r)
+	f, err := eventFilter(r)
 	if err != nil {
 		return err
 	}
-	events, err := s.Events.Events(r.Context(), furrow.EventFilter{FarmID: currentFarm(r), Type: typ, Limit: limit})
+	events, next, err := s.Events.Events(r.Context(), f)
 	if err != nil {
 		return err
 	}
+	setNextCursor(w, eventsList, next)
 	writeJSON(w, http.StatusOK, nonNil(events))
 	return nil
+}
+
+// eventFilter reads the query of the events list; malformed is EINVALID.
+func eventFilter(r *http.Request) (furrow.EventFilter, error) {
+	f := furrow.EventFilter{FarmID: currentFarm(r), Type: r.URL.Query().Get("type")}
+	if f.Type != "" && !furrow.IsEventType(f.Type) {
+		return f, furrow.Errorf(furrow.EINVALID, "The query parameter type must be one of the event types.")
+	}
+	var err error
+	if f.SinceMs, err = querySinceMs(r); err != nil {
+		return f, err
+	}
+	if f.Limit, err = queryLimit(r); err != nil {
+		return f, err
+	}
+	f.Before, err = queryCursor(r, eventsList)
+	return f, err
 }
 
 // nonNil makes empty lists encode as [] rather than null.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -278,7 +279,8 @@ func TestReadingsCursor(t *testing.T) {
 	}
 	for q, reason := range map[string]string{
 		"cursor=abc": "cursor is malformed",
-		"cursor=" + encodeCursor(furrow.ReadingCursor{}) + "x": "cursor is malformed",
+		"cursor=" + encodeCursor(readingsList, furrow.Cursor{}) + "x": "cursor is malformed",
+		"cursor=" + encodeCursor(eventsList, furrow.Cursor{}):         "cursor is malformed",
 		"device_id=x":   "device_id must be a UUID",
 		"metric_id=0":   "metric_id must be an integer",
 		"metric_id=2.5": "metric_id must be an integer",
@@ -294,10 +296,74 @@ func TestReadingsCursor(t *testing.T) {
 }
 
 func TestCursorRoundTrip(t *testing.T) {
-	c := furrow.ReadingCursor{TimestampMs: 1_700_000_000_123, Seq: 42}
-	got, err := decodeCursor(encodeCursor(c))
-	if err != nil || got != c {
-		t.Fatalf("got %+v, %v", got, err)
+	c := furrow.Cursor{TimestampMs: 1_700_000_000_123, Seq: 42}
+	for _, l := range []list{readingsList, eventsList} {
+		got, err := decodeCursor(l, encodeCursor(l, c))
+		if err != nil || got != c {
+			t.Fatalf("%s: got %+v, %v", l, got, err)
+		}
+	}
+	if _, err := decodeCursor(eventsList, encodeCursor(readingsList, c)); err == nil {
+		t.Fatal("the events list took a cursor of the readings list")
+	}
+}
+
+func TestEventsCursor(t *testing.T) {
+	h := newHarness(t)
+	var ids []string // oldest first
+	for i := range 5 {
+		typ := "trigger.fired"
+		if i == 2 {
+			typ = "recommendation.created"
+		}
+		r := h.user(h.manager, "POST", h.farmPath("/events"), `{"type":"`+typ+`","data":{}}`)
+		var e furrow.Event
+		decode(t, r, &e)
+		ids = append(ids, e.ID)
+		if i%2 == 1 {
+			h.clock.Advance(time.Second) // some events share a millisecond
+		}
+	}
+	page := func(query string) []string {
+		t.Helper()
+		var got []string
+		cursor := ""
+		for n := 0; ; n++ {
+			if n > 5 {
+				t.Fatal("paging does not end")
+			}
+			q := h.farmPath("/events?limit=2" + query)
+			if cursor != "" {
+				q += "&cursor=" + cursor
+			}
+			r := h.user(h.viewer, "GET", q, "")
+			var es []furrow.Event
+			decode(t, r, &es)
+			for _, e := range es {
+				got = append(got, e.ID)
+			}
+			if cursor = r.Header.Get("Furrow-Next-Cursor"); cursor == "" {
+				return got
+			}
+		}
+	}
+	if got, want := page(""), []string{ids[4], ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(got, want) {
+		t.Fatalf("paged %v, want %v (newest first, without gaps)", got, want)
+	}
+	if got, want := page("&type=trigger.fired"), []string{ids[4], ids[3], ids[1], ids[0]}; !slices.Equal(got, want) {
+		t.Fatalf("paged trigger.fired %v, want %v", got, want)
+	}
+	since := furrow.Millis(h.clock.Now()) - 1000
+	if got, want := page(fmt.Sprintf("&since_ms=%d", since)), []string{ids[4], ids[3], ids[2]}; !slices.Equal(got, want) {
+		t.Fatalf("paged since_ms %v, want %v", got, want)
+	}
+	for q, reason := range map[string]string{
+		"cursor=abc": "cursor is malformed",
+		"cursor=" + encodeCursor(readingsList, furrow.Cursor{TimestampMs: 1}): "cursor is malformed",
+		"since_ms=-1": "since_ms must be an integer",
+		"since_ms=x":  "since_ms must be an integer",
+	} {
+		expectError(t, h.user(h.viewer, "GET", h.farmPath("/events?"+q), ""), http.StatusBadRequest, furrow.EINVALID, reason)
 	}
 }
 

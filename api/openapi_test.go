@@ -181,8 +181,8 @@ func TestOpenAPINumbers(t *testing.T) {
 	if p := doc.Paths.MetricValues.Post.Parameters; len(p) != 1 || p[0].Schema.MaxLength != furrow.MaxIdempotencyKey {
 		t.Errorf("Idempotency-Key parameter = %+v, want maxLength %d", p, furrow.MaxIdempotencyKey)
 	}
-	if l := doc.Components.Parameters.Limit.Schema; l.Maximum != maxLimit || l.Default != defaultLimit {
-		t.Errorf("limit parameter = %+v, want maximum %d default %d", l, maxLimit, defaultLimit)
+	if l := doc.Components.Parameters.Limit.Schema; l.Maximum != furrow.MaxListLimit || l.Default != furrow.DefaultListLimit {
+		t.Errorf("limit parameter = %+v, want maximum %d default %d", l, furrow.MaxListLimit, furrow.DefaultListLimit)
 	}
 	if n := doc.Components.Schemas.Name.Properties.Name.MaxLength; n != maxNameBytes {
 		t.Errorf("name maxLength = %d, want %d", n, maxNameBytes)

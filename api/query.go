@@ -9,17 +9,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// Page sizes of the list endpoints.
-const (
-	defaultLimit = 100
-	maxLimit     = 1000
-)
-
-// queryLimit parses ?limit=, 1..maxLimit, defaultLimit when absent.
+// queryLimit parses ?limit=, 1..furrow.MaxListLimit,
+// furrow.DefaultListLimit when absent.
 func queryLimit(r *http.Request) (int, error) {
-	n, ok, err := queryInt(r, "limit", 1, maxLimit)
+	n, ok, err := queryInt(r, "limit", 1, furrow.MaxListLimit)
 	if err != nil || !ok {
-		return defaultLimit, err
+		return furrow.DefaultListLimit, err
 	}
 	return int(n), nil
 }

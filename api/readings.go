@@ -134,9 +134,7 @@ func (s *server) listReadings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if next != nil {
-		w.Header().Set("Furrow-Next-Cursor", encodeCursor(*next))
-	}
+	setNextCursor(w, readingsList, next)
 	writeJSON(w, http.StatusOK, nonNil(readings))
 	return nil
 }
@@ -161,12 +159,6 @@ func readingFilter(r *http.Request) (furrow.ReadingFilter, error) {
 	if f.Limit, err = queryLimit(r); err != nil {
 		return f, err
 	}
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		cur, err := decodeCursor(c)
-		if err != nil {
-			return f, err
-		}
-		f.Before = &cur
-	}
-	return f, nil
+	f.Before, err = queryCursor(r, readingsList)
+	return f, err
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -200,6 +201,21 @@ func TestRedeliver(t *testing.T) {
 	}
 	if len(h.engine.redelivered) != 2 {
 		t.Fatal("a refused redelivery started deliveries")
+	}
+	// Up to maxRedeliver events since since_ms are redelivered; past that
+	// the request is refused whole, never cut to the newest ones.
+	for i := 3; i < maxRedeliver; i++ {
+		_, _ = h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 1000 + int64(i)})
+	}
+	r = h.user(h.manager, "POST", path, `{"since_ms":1000}`)
+	if want := fmt.Sprintf(`{"count":%d}`, maxRedeliver-1); r.Status != http.StatusAccepted || strings.TrimSpace(r.Body) != want {
+		t.Fatalf("%d events since: %d %s, want 202 %s", maxRedeliver, r.Status, r.Body, want)
+	}
+	_, _ = h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 1500})
+	before := len(h.engine.redelivered)
+	expectError(t, h.user(h.manager, "POST", path, `{"since_ms":1000}`), 400, furrow.EINVALID, "More than 1000 events")
+	if len(h.engine.redelivered) != before {
+		t.Fatal("a redelivery of too many events started deliveries")
 	}
 }
 

@@ -31,7 +31,7 @@ func TestTestDelivery(t *testing.T) {
 	if err != nil || !parts.EventFound || stored.FarmID != h.farm || stored.OccurredAtMs != furrow.Millis(h.clock.Now()) {
 		t.Fatalf("stored test event %+v (%v)", parts, err)
 	}
-	if es, _ := h.store.Events(t.Context(), furrow.EventFilter{FarmID: h.farm}); len(es) != 0 || h.engine.wakes != 0 {
+	if es, _, _ := h.store.Events(t.Context(), furrow.EventFilter{FarmID: h.farm}); len(es) != 0 || h.engine.wakes != 0 {
 		t.Fatalf("the test event is a farm event: %+v, %d wakes", es, h.engine.wakes)
 	}
 	if got, _ := h.store.WebhookByID(t.Context(), w.ID); got.Enabled {

@@ -361,7 +361,7 @@ func TestMigrationPartitionsPopulatedEvents(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT seq FROM events_p20310310").Scan(&newSeq); err != nil || newSeq <= beforeMax {
 		t.Fatalf("new event's seq %d (%v), want above %d in its day's partition", newSeq, err, beforeMax)
 	}
-	es, err := db.Events(ctx, furrow.EventFilter{FarmID: farm, Type: furrow.EventTriggerFired, Limit: 3})
+	es, _, err := db.Events(ctx, furrow.EventFilter{FarmID: farm, Type: furrow.EventTriggerFired, Limit: 3})
 	if err != nil || len(es) != 3 || es[0].ID != e.ID || es[1].OccurredAtMs < es[2].OccurredAtMs {
 		t.Fatalf("Events = %+v, %v; want the new one first, then the old ones newest first", es, err)
 	}
@@ -547,5 +547,46 @@ func TestMigrationOtherTypesIndexFinishesAnInterruptedRun(t *testing.T) {
 	}
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatalf("Migrate again: %v", err)
+	}
+}
+
+// A page of events after a cursor reads only the day partitions up to the
+// cursor's day: the later days' are pruned from the plan.
+func TestEventsPageSkipsPartitionsAfterTheCursor(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	conn := connect(t, url)
+	at := clock.Now().UnixMilli()
+	var ids []string // one event a day, oldest first
+	for d := range int64(3) {
+		e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, OccurredAtMs: at + d*86400000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	partition := func(id string) string {
+		u, _ := furrow.ParseEventID(id)
+		var name string
+		if err := conn.QueryRow(ctx, "SELECT tableoid::regclass::text FROM events WHERE id = $1", u).Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	f := furrow.EventFilter{FarmID: fx.farm.ID, Limit: 2}
+	es, next, err := db.Events(ctx, f)
+	if err != nil || len(es) != 2 || es[1].ID != ids[1] || next == nil {
+		t.Fatalf("first page %+v, cursor %v, %v; want the two newest events and a cursor", es, next, err)
+	}
+	f.Before = next
+	if es, next, err = db.Events(ctx, f); err != nil || len(es) != 1 || es[0].ID != ids[0] || next != nil {
+		t.Fatalf("second page %+v, cursor %v, %v; want the oldest event and no cursor", es, next, err)
+	}
+	q, args := store.EventsQuery(f)
+	read := planNames(t, conn, "Relation Name", q, args...)
+	if !slices.Contains(read, partition(ids[1])) || slices.Contains(read, partition(ids[2])) {
+		t.Fatalf("a page after a cursor in %s reads %v; want that partition and not the next day's, %s", partition(ids[1]), read, partition(ids[2]))
 	}
 }

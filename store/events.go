@@ -15,12 +15,7 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// Listing limits of Events and Readings.
-const (
-	defaultListLimit = 100
-	maxListLimit     = 1000
-)
-
+// clampLimit is n, or def for 0 or less, at most max.
 func clampLimit(n, def, max int) int {
 	if n <= 0 {
 		return def
@@ -205,8 +200,8 @@ func validEvent(e furrow.Event) (uuid.UUID, error) {
 // than metric.value is also written as not metric.value, in the words of
 // the index of other types (migration 0017), so that even a generic plan
 // may read it; metric.value is found through the farm's index.
-func eventsQuery(f furrow.EventFilter) (string, []any) {
-	q := "SELECT " + eventColumns + " FROM events WHERE farm_id = $1"
+func eventsQuery(f furrow.EventFilter, limit int) (string, []any) {
+	q := "SELECT seq, " + eventColumns + " FROM events WHERE farm_id = $1"
 	args := []any{f.FarmID}
 	if f.Type != "" {
 		args = append(args, f.Type)
@@ -219,7 +214,13 @@ func eventsQuery(f furrow.EventFilter) (string, []any) {
 		args = append(args, *f.SinceMs)
 		q += fmt.Sprintf(" AND occurred_at_ms >= $%d", len(args))
 	}
-	args = append(args, clampLimit(f.Limit, defaultListLimit, maxListLimit))
+	if f.Before != nil {
+		// The bound on occurred_at_ms alone lets PostgreSQL leave out the
+		// day partitions after the cursor's.
+		args = append(args, f.Before.TimestampMs, f.Before.Seq)
+		q += fmt.Sprintf(" AND occurred_at_ms <= $%d AND (occurred_at_ms, seq) < ($%d, $%d)", len(args)-1, len(args)-1, len(args))
+	}
+	args = append(args, limit)
 	q += fmt.Sprintf(" ORDER BY occurred_at_ms DESC, seq DESC LIMIT $%d", len(args))
 	return q, args
 }
@@ -260,14 +261,40 @@ func (db *DB) eventSQL(u uuid.UUID) (q string, named bool) {
 	return "SELECT " + eventColumns + " FROM " + part + " WHERE id = $1", true
 }
 
-// Events lists a farm's events, newest first, filtered by type and since
-// (inclusive); limit defaults to 100 and is capped at 1000.
-func (db *DB) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, error) {
-	q, args := eventsQuery(f)
+// Events lists a farm's events, newest first by (occurred_at_ms, seq),
+// filtered by type and since (inclusive); Before continues from a cursor
+// returned earlier. Limit defaults to 100 and is capped at 1000. The
+// cursor returned is nil when no event is left.
+func (db *DB) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, *furrow.Cursor, error) {
+	limit := furrow.ListLimit(f.Limit)
+	q, args := eventsQuery(f, limit+1) // One more tells whether a page follows.
 	rows, _ := db.pool.Query(ctx, q, args...)
-	es, err := collectEvents(rows)
+	seqs := make([]int64, 0, limit+1)
+	es, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Event, error) {
+		var seq int64
+		e, err := scanEvent(seqFirst{r, &seq})
+		seqs = append(seqs, seq)
+		return e, err
+	})
 	if err != nil {
-		return nil, translate(err, "list events", "farm")
+		return nil, nil, translate(err, "list events", "farm")
 	}
-	return es, nil
+	var next *furrow.Cursor
+	if len(es) > limit {
+		es = es[:limit]
+		next = &furrow.Cursor{TimestampMs: es[limit-1].OccurredAtMs, Seq: seqs[limit-1]}
+	}
+	return es, next, nil
+}
+
+// seqFirst is a row whose first column, seq, goes to its own destination
+// and the rest to the scan of an event.
+type seqFirst struct {
+	pgx.Row
+	seq *int64
+}
+
+// Scan implements pgx.Row.
+func (r seqFirst) Scan(dest ...any) error {
+	return r.Row.Scan(append([]any{r.seq}, dest...)...)
 }

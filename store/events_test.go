@@ -38,16 +38,16 @@ func TestCreateEventAndList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID})
+	es, _, err := db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID})
 	if err != nil || len(es) != 2 || es[0].ID != later.ID || es[1].ID != e.ID {
 		t.Fatalf("Events = %+v, %v; want newest first", es, err)
 	}
-	es, _ = db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID, Type: furrow.EventTriggerFired})
+	es, _, _ = db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID, Type: furrow.EventTriggerFired})
 	if len(es) != 1 || es[0].ID != e.ID {
 		t.Fatalf("type filter: %+v", es)
 	}
 	since := later.OccurredAtMs
-	es, _ = db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID, SinceMs: &since, Limit: 1})
+	es, _, _ = db.Events(ctx, furrow.EventFilter{FarmID: fx.farm.ID, SinceMs: &since, Limit: 1})
 	if len(es) != 1 || es[0].ID != later.ID {
 		t.Fatalf("since filter: %+v", es)
 	}

@@ -78,7 +78,7 @@ func WriteReadingLate(ctx context.Context, db *DB, r furrow.Reading) (furrow.Out
 }
 
 // EventsQuery is the statement of Events and its arguments, for plan tests.
-func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f) }
+func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f, f.Limit) }
 
 // WriterPlans returns how many times the reading writers' connection has
 // planned their statement generically and custom-made, from

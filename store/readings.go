@@ -15,8 +15,8 @@ import (
 // from a cursor returned earlier, so pages stay stable while readings
 // arrive. Limit defaults to 100 and is capped at 1000. The cursor returned
 // is nil when no reading is left.
-func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.ReadingCursor, error) {
-	limit := clampLimit(f.Limit, defaultListLimit, maxListLimit)
+func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
+	limit := furrow.ListLimit(f.Limit)
 	q, args := readingsQuery(f, limit+1) // One more tells whether a page follows.
 	rows, _ := db.pool.Query(ctx, q, args...)
 	type row struct {
@@ -31,11 +31,11 @@ func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Re
 	if err != nil {
 		return nil, nil, translate(err, "list readings", "farm")
 	}
-	var next *furrow.ReadingCursor
+	var next *furrow.Cursor
 	if len(rs) > limit {
 		rs = rs[:limit]
 		last := rs[limit-1]
-		next = &furrow.ReadingCursor{TimestampMs: last.r.Timestamp, Seq: last.seq}
+		next = &furrow.Cursor{TimestampMs: last.r.Timestamp, Seq: last.seq}
 	}
 	out := make([]furrow.Reading, len(rs))
 	for i, x := range rs {

@@ -275,7 +275,7 @@ func TestReadingsPagingAndFilters(t *testing.T) {
 		want = append([]furrow.Reading{stored}, want...)
 	}
 	var got []furrow.Reading
-	var cursor *furrow.ReadingCursor
+	var cursor *furrow.Cursor
 	for page := 0; ; page++ {
 		rs, next, err := db.Readings(ctx, furrow.ReadingFilter{FarmID: fx.farm.ID, Before: cursor, Limit: 10})
 		if err != nil {

@@ -44,7 +44,7 @@ func (s *store) Writes() []workflows.WebhookState {
 // lifecycleEvents returns the farm's lifecycle events as stored, oldest
 // first.
 func (s *store) lifecycleEvents(farm uuid.UUID) []furrow.Event {
-	all, err := s.Events(context.Background(), furrow.EventFilter{FarmID: farm})
+	all, _, err := s.Events(context.Background(), furrow.EventFilter{FarmID: farm})
 	if err != nil {
 		panic(err)
 	}

@@ -75,7 +75,7 @@ func TestDeviceReportingStates(t *testing.T) {
 	}
 	offlineEvents := func() []furrow.Event {
 		t.Helper()
-		es, err := db.Events(ctx, furrow.EventFilter{FarmID: farm.ID, Type: furrow.EventDeviceOffline, Limit: 100})
+		es, _, err := db.Events(ctx, furrow.EventFilter{FarmID: farm.ID, Type: furrow.EventDeviceOffline, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -80,28 +79,37 @@ func (s *Store) Event(ctx context.Context, id string) (furrow.Event, error) {
 }
 
 // Events implements furrow.EventService, newest first by (OccurredAtMs,
-// order stored) like the store; a limit of 0 or less lists every event.
-func (s *Store) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, error) {
-	return do(ctx, s, "Events", []any{f}, func() ([]furrow.Event, error) {
+// order stored) like the store, a page of furrow.ListLimit(f.Limit) at a
+// time.
+func (s *Store) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, *furrow.Cursor, error) {
+	type page struct {
+		events []furrow.Event
+		next   *furrow.Cursor
+	}
+	res, err := do(ctx, s, "Events", []any{f}, func() (page, error) {
 		var es []*event
 		for _, e := range s.events {
-			if e.FarmID == f.FarmID && (f.Type == "" || e.Type == f.Type) && (f.SinceMs == nil || e.OccurredAtMs >= *f.SinceMs) {
+			if e.FarmID == f.FarmID && (f.Type == "" || e.Type == f.Type) && (f.SinceMs == nil || e.OccurredAtMs >= *f.SinceMs) &&
+				(f.Before == nil || compareAt(e.OccurredAtMs, e.seq, f.Before.TimestampMs, f.Before.Seq) < 0) {
 				es = append(es, e)
 			}
 		}
 		slices.SortFunc(es, func(a, b *event) int { return -compareEvents(a, b) })
-		var out []furrow.Event
-		for _, e := range es {
-			if f.Limit > 0 && len(out) == f.Limit {
-				break
-			}
-			out = append(out, e.copied())
+		var p page
+		if limit := furrow.ListLimit(f.Limit); len(es) > limit {
+			es = es[:limit]
+			last := es[len(es)-1]
+			p.next = &furrow.Cursor{TimestampMs: last.OccurredAtMs, Seq: last.seq}
 		}
-		return out, nil
+		for _, e := range es {
+			p.events = append(p.events, e.copied())
+		}
+		return p, nil
 	})
+	return res.events, res.next, err
 }
 
 // compareEvents orders events by time, then by the order stored.
 func compareEvents(a, b *event) int {
-	return cmp.Or(cmp.Compare(a.OccurredAtMs, b.OccurredAtMs), cmp.Compare(a.seq, b.seq))
+	return compareAt(a.OccurredAtMs, a.seq, b.OccurredAtMs, b.seq)
 }

@@ -10,9 +10,11 @@
 // (Store.OutboxState).
 //
 // A Store is safe for concurrent use and reads "now" from the clock it was
-// made with. It keeps what only PostgreSQL enforces loosely: it applies no
-// default or cap to list limits (a limit of 0 or less lists everything) and
-// does not reshape stored text or JSON.
+// made with. It keeps what only PostgreSQL enforces loosely: it pages the
+// readings and events lists as the store does (furrow.ListLimit), since
+// callers rely on a page's end, but applies no default or cap to the
+// delivery log's limit (0 or less lists every attempt), and it does not
+// reshape stored text or JSON.
 package memstore
 
 import (

@@ -100,12 +100,12 @@ func (s *Store) createReading(r furrow.Reading, keyHash *furrow.SecretHash) (sto
 // page is what Readings returns besides the error.
 type page struct {
 	readings []furrow.Reading
-	next     *furrow.ReadingCursor
+	next     *furrow.Cursor
 }
 
 // Readings implements furrow.ReadingService, ordered by (Timestamp, seq)
-// like the store; a limit of 0 or less lists every reading.
-func (s *Store) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.ReadingCursor, error) {
+// like the store, a page of furrow.ListLimit(f.Limit) at a time.
+func (s *Store) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
 	res, err := do(ctx, s, "Readings", []any{f}, func() (page, error) {
 		var rs []reading
 		for _, r := range s.readings {
@@ -113,12 +113,12 @@ func (s *Store) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.
 				rs = append(rs, r)
 			}
 		}
-		slices.SortFunc(rs, func(a, b reading) int { return -compareReadings(a.Timestamp, a.seq, b.Timestamp, b.seq) })
+		slices.SortFunc(rs, func(a, b reading) int { return -compareAt(a.Timestamp, a.seq, b.Timestamp, b.seq) })
 		var p page
-		if f.Limit > 0 && len(rs) > f.Limit {
-			rs = rs[:f.Limit]
+		if limit := furrow.ListLimit(f.Limit); len(rs) > limit {
+			rs = rs[:limit]
 			last := rs[len(rs)-1]
-			p.next = &furrow.ReadingCursor{TimestampMs: last.Timestamp, Seq: last.seq}
+			p.next = &furrow.Cursor{TimestampMs: last.Timestamp, Seq: last.seq}
 		}
 		for _, r := range rs {
 			p.readings = append(p.readings, r.Reading)
@@ -134,13 +134,15 @@ func matches(r reading, f furrow.ReadingFilter) bool {
 	case f.DeviceID != nil && r.DeviceID != *f.DeviceID,
 		f.MetricID != nil && r.MetricID != *f.MetricID,
 		f.SinceMs != nil && r.Timestamp < *f.SinceMs,
-		f.Before != nil && compareReadings(r.Timestamp, r.seq, f.Before.TimestampMs, f.Before.Seq) >= 0:
+		f.Before != nil && compareAt(r.Timestamp, r.seq, f.Before.TimestampMs, f.Before.Seq) >= 0:
 		return false
 	}
 	return true
 }
 
-func compareReadings(ts1, seq1, ts2, seq2 int64) int {
+// compareAt orders the rows of a farm's lists, and their cursors, by time
+// and then by the order stored, as the store does.
+func compareAt(ts1, seq1, ts2, seq2 int64) int {
 	return cmp.Or(cmp.Compare(ts1, ts2), cmp.Compare(seq1, seq2))
 }
 

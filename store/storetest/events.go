@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -72,6 +73,25 @@ func EventService(t *testing.T, newSubject New) {
 			e.wantCode(err, furrow.ENOTFOUND, "Event(unknown)")
 		},
 		"ListAcrossDays": listAcrossDays,
+		"ListPageSize": func(e *env) {
+			f, _ := e.farm()
+			for range furrow.DefaultListLimit + 1 {
+				_, err := e.Events.CreateEvent(e.ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: f.ID, Data: json.RawMessage(`{}`)})
+				e.must(err)
+			}
+			// No limit is a page of the default size, which leaves one
+			// event; a limit past the maximum takes every one of them.
+			for limit, want := range map[int]struct {
+				n    int
+				more bool
+			}{0: {furrow.DefaultListLimit, true}, furrow.MaxListLimit + 1: {furrow.DefaultListLimit + 1, false}} {
+				es, next, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Limit: limit})
+				e.must(err)
+				if len(es) != want.n || (next != nil) != want.more {
+					e.t.Fatalf("limit %d: %d events, cursor %v; want %d and a cursor %v", limit, len(es), next, want.n, want.more)
+				}
+			}
+		},
 		"ListNewestFirstFiltered": func(e *env) {
 			f, _ := e.farm()
 			other, _ := e.farm()
@@ -86,7 +106,7 @@ func EventService(t *testing.T, newSubject New) {
 			}
 			_, err := e.Events.CreateEvent(e.ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: other.ID, Data: json.RawMessage(`{}`)})
 			e.must(err)
-			es, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventTriggerFired, Limit: 2})
+			es, _, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventTriggerFired, Limit: 2})
 			e.must(err)
 			if len(es) != 2 || es[0].ID != ids[0] || es[1].ID != ids[1] {
 				e.t.Fatalf("Events = %+v, want ids %v", es, ids)
@@ -125,29 +145,60 @@ func listAcrossDays(e *env) {
 		}
 	}
 	any := func(furrow.Event) bool { return true }
-	es, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
+	es, _, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
 	e.must(err)
 	want("all", es, any, len(all))
-	es, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Limit: 4})
+	es, _, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Limit: 4})
 	e.must(err)
 	want("limit 4", es, any, 4)
-	es, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventTriggerFired, Limit: 3})
+	es, _, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventTriggerFired, Limit: 3})
 	e.must(err)
 	want("type, limit 3", es, func(ev furrow.Event) bool { return ev.Type == furrow.EventTriggerFired }, 3)
 	since := midnight - 1
-	es, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, SinceMs: &since})
+	es, _, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, SinceMs: &since})
 	e.must(err)
 	want("since a millisecond before midnight", es, func(ev furrow.Event) bool { return ev.OccurredAtMs >= since }, len(all))
-	es, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventRecommendationCreated, SinceMs: &since, Limit: 2})
+	es, _, err = e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Type: furrow.EventRecommendationCreated, SinceMs: &since, Limit: 2})
 	e.must(err)
 	want("type since, limit 2", es, func(ev furrow.Event) bool {
 		return ev.OccurredAtMs >= since && ev.Type == furrow.EventRecommendationCreated
 	}, 2)
+	for _, f := range []furrow.EventFilter{
+		{FarmID: f.ID, Limit: 2},
+		{FarmID: f.ID, Limit: 1, Type: furrow.EventTriggerFired},
+		{FarmID: f.ID, Limit: 3, SinceMs: &since},
+	} {
+		what := fmt.Sprintf("pages of %d, type %q, since %v", f.Limit, f.Type, f.SinceMs != nil)
+		want(what, pages(e, f), func(ev furrow.Event) bool {
+			return (f.Type == "" || ev.Type == f.Type) && (f.SinceMs == nil || ev.OccurredAtMs >= *f.SinceMs)
+		}, len(all))
+	}
 	for _, ev := range all {
 		got, err := e.Events.Event(e.ctx, ev.ID)
 		e.must(err)
 		if got.ID != ev.ID || got.OccurredAtMs != ev.OccurredAtMs {
 			e.t.Fatalf("Event(%s) = %+v, want %+v", ev.ID, got, ev)
 		}
+	}
+}
+
+// pages lists the events of f page by page, following each page's cursor
+// until none is returned.
+func pages(e *env, f furrow.EventFilter) []furrow.Event {
+	var all []furrow.Event
+	for n := 0; ; n++ {
+		es, next, err := e.Events.Events(e.ctx, f)
+		e.must(err)
+		if len(es) > f.Limit || (next != nil && len(es) != f.Limit) {
+			e.t.Fatalf("page %d: %d events and cursor %v for a limit of %d", n, len(es), next, f.Limit)
+		}
+		all = append(all, es...)
+		if next == nil {
+			return all
+		}
+		if n > 20 {
+			e.t.Fatalf("paging does not end: %d pages", n)
+		}
+		f.Before = next
 	}
 }

@@ -26,7 +26,7 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 				got.OccurredAtMs != ev.OccurredAtMs || !sameJSON(got.Data, ev.Data) {
 				e.t.Fatalf("AttemptParts(test event) = %+v, want %+v", parts, ev)
 			}
-			listed, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
+			listed, _, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
 			e.must(err)
 			if len(listed) != 0 {
 				e.t.Fatalf("the farm's events list the test event: %+v", listed)

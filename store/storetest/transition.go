@@ -45,7 +45,7 @@ func WebhookTransitions(t *testing.T, newSubject New) {
 					e.t.Fatalf("transition %+v written again", again)
 				}
 			}
-			es, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
+			es, _, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID})
 			e.must(err)
 			if len(es) != 1 || es[0].ID != ev.ID || es[0].OccurredAtMs != at {
 				e.t.Fatalf("events = %+v, want the one webhook.disabled", es)
