@@ -247,28 +247,8 @@ func TestReadingsCursor(t *testing.T) {
 		h.clock.Advance(time.Second)
 	}
 	h.post(h.device2Key, readingBody(h.device2.ID.String(), "7", "99"))
-	var values []string
-	path := h.farmPath("/readings?device_id=" + h.device.ID.String() + "&metric_id=220&limit=2")
-	cursor := ""
-	for page := 0; ; page++ {
-		if page > 5 {
-			t.Fatal("paging does not end")
-		}
-		q := path
-		if cursor != "" {
-			q += "&cursor=" + cursor
-		}
-		r := h.user(h.viewer, "GET", q, "")
-		var rs []furrow.Reading
-		decode(t, r, &rs)
-		for _, x := range rs {
-			values = append(values, x.Value)
-		}
-		cursor = r.Header.Get("Furrow-Next-Cursor")
-		if cursor == "" {
-			break
-		}
-	}
+	values := pageAll(t, h, h.farmPath("/readings?device_id="+h.device.ID.String()+"&metric_id=220&limit=2"),
+		func(r furrow.Reading) string { return r.Value })
 	if fmt.Sprint(values) != "[4 3 2 1 0]" {
 		t.Fatalf("paged values = %v, want newest first without gaps", values)
 	}
@@ -326,26 +306,7 @@ func TestEventsCursor(t *testing.T) {
 	}
 	page := func(query string) []string {
 		t.Helper()
-		var got []string
-		cursor := ""
-		for n := 0; ; n++ {
-			if n > 5 {
-				t.Fatal("paging does not end")
-			}
-			q := h.farmPath("/events?limit=2" + query)
-			if cursor != "" {
-				q += "&cursor=" + cursor
-			}
-			r := h.user(h.viewer, "GET", q, "")
-			var es []furrow.Event
-			decode(t, r, &es)
-			for _, e := range es {
-				got = append(got, e.ID)
-			}
-			if cursor = r.Header.Get("Furrow-Next-Cursor"); cursor == "" {
-				return got
-			}
-		}
+		return pageAll(t, h, h.farmPath("/events?limit=2"+query), func(e furrow.Event) string { return e.ID })
 	}
 	if got, want := page(""), []string{ids[4], ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(got, want) {
 		t.Fatalf("paged %v, want %v (newest first, without gaps)", got, want)
@@ -378,5 +339,31 @@ func TestLiveHandlersMounted(t *testing.T) {
 	}
 	if r := h.do(req{method: "GET", path: "/live", stub: true}); r.Status != http.StatusAccepted {
 		t.Fatalf("/live: %d", r.Status)
+	}
+}
+
+// pageAll follows a list's Furrow-Next-Cursor from path, as a viewer, until
+// a page comes without one, and returns the key of every row in order.
+func pageAll[T any](t *testing.T, h *harness, path string, key func(T) string) []string {
+	t.Helper()
+	var got []string
+	cursor := ""
+	for n := 0; ; n++ {
+		if n > 5 {
+			t.Fatal("paging does not end")
+		}
+		q := path
+		if cursor != "" {
+			q += "&cursor=" + cursor
+		}
+		r := h.user(h.viewer, "GET", q, "")
+		var rows []T
+		decode(t, r, &rows)
+		for _, x := range rows {
+			got = append(got, key(x))
+		}
+		if cursor = r.Header.Get("Furrow-Next-Cursor"); cursor == "" {
+			return got
+		}
 	}
 }
