@@ -1,7 +1,8 @@
 package furrow
 
-// The page sizes of a farm's readings and events lists: a page holds
-// DefaultListLimit rows unless asked for 1 to MaxListLimit.
+// The page sizes of a farm's lists (readings, events, a webhook's delivery
+// log): a page holds DefaultListLimit rows unless asked for 1 to
+// MaxListLimit.
 const (
 	DefaultListLimit = 100
 	MaxListLimit     = 1000
@@ -17,12 +18,13 @@ func ListLimit(limit int) int {
 }
 
 // Cursor marks a position in one of a farm's lists that run newest first,
-// by time and then by the order stored (its readings, its events): a page
+// by time and then by the order stored (its readings, its events, a
+// webhook's delivery log): a page
 // that starts Before it continues the list where the previous page ended,
 // however many rows arrive meanwhile.
 type Cursor struct {
 	// TimestampMs is the time of the last row of the previous page: a
-	// reading's Timestamp, an event's OccurredAtMs.
+	// reading's Timestamp, an event's OccurredAtMs, an attempt's AtMs.
 	TimestampMs int64
 	// Seq is that row's place in the order stored.
 	Seq int64

@@ -161,8 +161,9 @@ type WebhookService interface {
 	// AddAttempt appends a row to the delivery log. A row with the
 	// DeliveryID, WebhookID and AtMs of one already there is ECONFLICT.
 	AddAttempt(ctx context.Context, a Attempt) error
-	// Attempts lists a webhook's attempts, newest first.
-	Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]Attempt, error)
+	// Attempts lists a webhook's attempts, newest first, and the cursor of
+	// the next page (nil when none is left).
+	Attempts(ctx context.Context, f AttemptFilter) ([]Attempt, *Cursor, error)
 	// PruneAttempts removes attempts older than before, in bounded work.
 	PruneAttempts(ctx context.Context, before time.Time) (int64, error)
 

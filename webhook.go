@@ -57,6 +57,14 @@ func (w Webhook) Subscribes(t string) bool {
 	return slices.Contains(w.EventTypes, t)
 }
 
+// AttemptFilter selects a webhook's delivery log, newest first; Before (a
+// cursor of an earlier page) pages backwards stably.
+type AttemptFilter struct {
+	WebhookID uuid.UUID
+	Before    *Cursor
+	Limit     int
+}
+
 // Attempt is one row of a webhook's delivery log. StatusCode is 0 when no
 // answer was received; Error says why (timeout, connection failure, skipped).
 type Attempt struct {

@@ -11,9 +11,14 @@ import (
 // events list, which eventsSince reads.
 const maxRedeliver = furrow.MaxListLimit
 
-// listAttempts lists a webhook's delivery log newest first: 200.
+// listAttempts lists a webhook's delivery log newest first: 200. When more
+// remain, the Furrow-Next-Cursor header holds the cursor of the next page.
 func (s *server) listAttempts(w http.ResponseWriter, r *http.Request) error {
 	limit, err := queryLimit(r)
+	if err != nil {
+		return err
+	}
+	before, err := queryCursor(r, attemptsList)
 	if err != nil {
 		return err
 	}
@@ -21,10 +26,11 @@ func (s *server) listAttempts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	attempts, err := s.Webhooks.Attempts(r.Context(), wh.ID, limit)
+	attempts, next, err := s.Webhooks.Attempts(r.Context(), furrow.AttemptFilter{WebhookID: wh.ID, Before: before, Limit: limit})
 	if err != nil {
 		return err
 	}
+	setNextCursor(w, attemptsList, next)
 	writeJSON(w, http.StatusOK, nonNil(attempts))
 	return nil
 }

@@ -17,6 +17,7 @@ type list string
 const (
 	readingsList list = "r1"
 	eventsList   list = "e1"
+	attemptsList list = "a1"
 )
 
 // nextCursorHeader carries the cursor of a list's next page.

@@ -247,7 +247,7 @@ func TestReadingsCursor(t *testing.T) {
 		h.clock.Advance(time.Second)
 	}
 	h.post(h.device2Key, readingBody(h.device2.ID.String(), "7", "99"))
-	values := pageAll(t, h, h.farmPath("/readings?device_id="+h.device.ID.String()+"&metric_id=220&limit=2"),
+	values := pageAll(t, h, h.viewer, h.farmPath("/readings?device_id="+h.device.ID.String()+"&metric_id=220&limit=2"),
 		func(r furrow.Reading) string { return r.Value })
 	if fmt.Sprint(values) != "[4 3 2 1 0]" {
 		t.Fatalf("paged values = %v, want newest first without gaps", values)
@@ -306,7 +306,7 @@ func TestEventsCursor(t *testing.T) {
 	}
 	page := func(query string) []string {
 		t.Helper()
-		return pageAll(t, h, h.farmPath("/events?limit=2"+query), func(e furrow.Event) string { return e.ID })
+		return pageAll(t, h, h.viewer, h.farmPath("/events?limit=2"+query), func(e furrow.Event) string { return e.ID })
 	}
 	if got, want := page(""), []string{ids[4], ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(got, want) {
 		t.Fatalf("paged %v, want %v (newest first, without gaps)", got, want)
@@ -342,9 +342,9 @@ func TestLiveHandlersMounted(t *testing.T) {
 	}
 }
 
-// pageAll follows a list's Furrow-Next-Cursor from path, as a viewer, until
-// a page comes without one, and returns the key of every row in order.
-func pageAll[T any](t *testing.T, h *harness, path string, key func(T) string) []string {
+// pageAll follows a list's Furrow-Next-Cursor from path, as who, until a
+// page comes without one, and returns the key of every row in order.
+func pageAll[T any](t *testing.T, h *harness, who, path string, key func(T) string) []string {
 	t.Helper()
 	var got []string
 	cursor := ""
@@ -356,7 +356,7 @@ func pageAll[T any](t *testing.T, h *harness, path string, key func(T) string) [
 		if cursor != "" {
 			q += "&cursor=" + cursor
 		}
-		r := h.user(h.viewer, "GET", q, "")
+		r := h.user(who, "GET", q, "")
 		var rows []T
 		decode(t, r, &rows)
 		for _, x := range rows {

@@ -162,6 +162,15 @@ func TestAttempts(t *testing.T) {
 		t.Fatalf("attempts: %s", r.Body)
 	}
 	expectError(t, h.user(h.manager, "GET", h.farmPath("/webhooks/"+w.ID.String()+"/attempts?limit=0"), ""), http.StatusBadRequest, furrow.EINVALID, "limit")
+	got := pageAll(t, h, h.manager, h.farmPath("/webhooks/"+w.ID.String()+"/attempts?limit=2"),
+		func(a furrow.Attempt) string { return fmt.Sprint(a.Attempt) })
+	if fmt.Sprint(got) != "[3 2 1]" {
+		t.Fatalf("paged attempts %v, want [3 2 1]", got)
+	}
+	for _, c := range []string{"abc", encodeCursor(eventsList, furrow.Cursor{TimestampMs: 1})} {
+		expectError(t, h.user(h.manager, "GET", h.farmPath("/webhooks/"+w.ID.String()+"/attempts?cursor="+c), ""),
+			http.StatusBadRequest, furrow.EINVALID, "cursor is malformed")
+	}
 }
 
 func TestRedeliver(t *testing.T) {

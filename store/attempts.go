@@ -14,12 +14,6 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// Attempts limits.
-const (
-	defaultAttemptsLimit = 50
-	maxAttemptsLimit     = 1000
-)
-
 // AddAttempt appends a to the delivery log. The response body is cut to
 // furrow.MaxResponseBody bytes and, like Error, made storable text. A zero
 // AtMs is the clock's now and a nil DeliveryID a new one. The day's
@@ -104,28 +98,40 @@ func storableText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// Attempts lists a webhook's attempts, newest first; limit defaults to 50
-// and is capped at 1000.
-func (db *DB) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]furrow.Attempt, error) {
-	rows, _ := db.pool.Query(ctx, `SELECT delivery_id, webhook_id, event_id, attempt, status_code,
+// Attempts lists a webhook's attempts newest first, by (at_ms, seq); Before
+// continues from a cursor returned earlier. Limit defaults to 100 and is
+// capped at 1000. The cursor returned is nil when no attempt is left.
+func (db *DB) Attempts(ctx context.Context, f furrow.AttemptFilter) ([]furrow.Attempt, *furrow.Cursor, error) {
+	limit := furrow.ListLimit(f.Limit)
+	q := `SELECT seq, delivery_id, webhook_id, event_id, attempt, status_code,
 		response_body, error, duration_ms, at_ms, signed_with
-		FROM delivery_attempts WHERE webhook_id = $1 ORDER BY at_ms DESC, seq DESC LIMIT $2`,
-		webhookID, clampLimit(limit, defaultAttemptsLimit, maxAttemptsLimit))
-	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Attempt, error) {
-		var a furrow.Attempt
-		var ev uuid.UUID
-		err := r.Scan(&a.DeliveryID, &a.WebhookID, &ev, &a.Attempt, &a.StatusCode,
-			&a.ResponseBody, &a.Error, &a.DurationMs, &a.AtMs, &a.SignedWith)
-		a.EventID = furrow.EventID(ev)
-		if a.SignedWith == nil {
-			a.SignedWith = []int{}
-		}
-		return a, err
-	})
-	if err != nil {
-		return nil, translate(err, "list attempts", "webhook")
+		FROM delivery_attempts WHERE webhook_id = $1`
+	args := []any{f.WebhookID, limit + 1} // One more tells whether a page follows.
+	if f.Before != nil {
+		// The bound on at_ms alone lets PostgreSQL leave out the day
+		// partitions after the cursor's.
+		q += " AND at_ms <= $3 AND (at_ms, seq) < ($3, $4)"
+		args = append(args, f.Before.TimestampMs, f.Before.Seq)
 	}
-	return as, nil
+	rows, _ := db.pool.Query(ctx, q+" ORDER BY at_ms DESC, seq DESC LIMIT $2", args...)
+	as, next, err := collectPage(rows, limit, scanAttempt, func(a furrow.Attempt) int64 { return a.AtMs })
+	if err != nil {
+		return nil, nil, translate(err, "list attempts", "webhook")
+	}
+	return as, next, nil
+}
+
+// scanAttempt reads a row of the delivery log.
+func scanAttempt(r pgx.Row) (furrow.Attempt, error) {
+	var a furrow.Attempt
+	var ev uuid.UUID
+	err := r.Scan(&a.DeliveryID, &a.WebhookID, &ev, &a.Attempt, &a.StatusCode,
+		&a.ResponseBody, &a.Error, &a.DurationMs, &a.AtMs, &a.SignedWith)
+	a.EventID = furrow.EventID(ev)
+	if a.SignedWith == nil {
+		a.SignedWith = []int{}
+	}
+	return a, err
 }
 
 // PruneAttempts drops the day partitions of the delivery log that end at or

@@ -269,32 +269,9 @@ func (db *DB) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event,
 	limit := furrow.ListLimit(f.Limit)
 	q, args := eventsQuery(f, limit+1) // One more tells whether a page follows.
 	rows, _ := db.pool.Query(ctx, q, args...)
-	seqs := make([]int64, 0, limit+1)
-	es, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Event, error) {
-		var seq int64
-		e, err := scanEvent(seqFirst{r, &seq})
-		seqs = append(seqs, seq)
-		return e, err
-	})
+	es, next, err := collectPage(rows, limit, scanEvent, func(e furrow.Event) int64 { return e.OccurredAtMs })
 	if err != nil {
 		return nil, nil, translate(err, "list events", "farm")
 	}
-	var next *furrow.Cursor
-	if len(es) > limit {
-		es = es[:limit]
-		next = &furrow.Cursor{TimestampMs: es[limit-1].OccurredAtMs, Seq: seqs[limit-1]}
-	}
 	return es, next, nil
-}
-
-// seqFirst is a row whose first column, seq, goes to its own destination
-// and the rest to the scan of an event.
-type seqFirst struct {
-	pgx.Row
-	seq *int64
-}
-
-// Scan implements pgx.Row.
-func (r seqFirst) Scan(dest ...any) error {
-	return r.Row.Scan(append([]any{r.seq}, dest...)...)
 }

@@ -19,29 +19,15 @@ func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Re
 	limit := furrow.ListLimit(f.Limit)
 	q, args := readingsQuery(f, limit+1) // One more tells whether a page follows.
 	rows, _ := db.pool.Query(ctx, q, args...)
-	type row struct {
-		r   furrow.Reading
-		seq int64
-	}
-	rs, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
-		var x row
-		err := cr.Scan(&x.seq, &x.r.DeviceID, &x.r.FarmID, &x.r.MetricID, &x.r.Value, &x.r.Timestamp)
+	rs, next, err := collectPage(rows, limit, func(r pgx.Row) (furrow.Reading, error) {
+		var x furrow.Reading
+		err := r.Scan(&x.DeviceID, &x.FarmID, &x.MetricID, &x.Value, &x.Timestamp)
 		return x, err
-	})
+	}, func(r furrow.Reading) int64 { return r.Timestamp })
 	if err != nil {
 		return nil, nil, translate(err, "list readings", "farm")
 	}
-	var next *furrow.Cursor
-	if len(rs) > limit {
-		rs = rs[:limit]
-		last := rs[limit-1]
-		next = &furrow.Cursor{TimestampMs: last.r.Timestamp, Seq: last.seq}
-	}
-	out := make([]furrow.Reading, len(rs))
-	for i, x := range rs {
-		out[i] = x.r
-	}
-	return out, next, nil
+	return rs, next, nil
 }
 
 // readingsQuery builds the query of f with only the conditions in use, so
@@ -67,7 +53,9 @@ func readingsQuery(f furrow.ReadingFilter, limit int) (string, []any) {
 		cond(" AND ts_ms >= $%d", *f.SinceMs)
 	}
 	if f.Before != nil {
-		cond(" AND (ts_ms, seq) < ($%d, $%d)", f.Before.TimestampMs, f.Before.Seq)
+		// The bound on ts_ms alone lets PostgreSQL leave out the day
+		// partitions after the cursor's.
+		cond(" AND ts_ms <= $%[1]d AND (ts_ms, seq) < ($%[1]d, $%[2]d)", f.Before.TimestampMs, f.Before.Seq)
 	}
 	cond(" ORDER BY ts_ms DESC, seq DESC LIMIT $%d", limit)
 	return q, args

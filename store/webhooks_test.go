@@ -85,7 +85,7 @@ func TestAttempts(t *testing.T) {
 		}
 		clock.Advance(time.Minute)
 	}
-	as, err := db.Attempts(ctx, w.ID, 2)
+	as, _, err := db.Attempts(ctx, furrow.AttemptFilter{WebhookID: w.ID, Limit: 2})
 	if err != nil || len(as) != 2 || as[0].Attempt != 3 || as[1].Attempt != 2 {
 		t.Fatalf("Attempts = %+v, %v; want attempts 3, 2", as, err)
 	}
@@ -99,7 +99,7 @@ func TestAttempts(t *testing.T) {
 	if strings.ContainsRune(a.Error, 0) || !strings.HasPrefix(a.Error, "bad") {
 		t.Fatalf("error text %q", a.Error)
 	}
-	if as, _ := db.Attempts(ctx, w.ID, 0); len(as) != 3 {
+	if as, _, _ := db.Attempts(ctx, furrow.AttemptFilter{WebhookID: w.ID, Limit: 0}); len(as) != 3 {
 		t.Fatalf("default limit listed %d", len(as))
 	}
 	wantCode(t, db.AddAttempt(ctx, furrow.Attempt{WebhookID: w.ID, EventID: "x"}), furrow.EINVALID)
@@ -107,7 +107,7 @@ func TestAttempts(t *testing.T) {
 	if err := db.DeleteWebhook(ctx, fx.farm.ID, w.ID); err != nil {
 		t.Fatal(err)
 	}
-	if as, _ := db.Attempts(ctx, w.ID, 10); len(as) != 3 {
+	if as, _, _ := db.Attempts(ctx, furrow.AttemptFilter{WebhookID: w.ID, Limit: 10}); len(as) != 3 {
 		t.Fatalf("attempts of a deleted webhook: %d, want 3", len(as))
 	}
 }
@@ -129,7 +129,7 @@ func TestPruneAttemptsDropsOldPartitions(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("PruneAttempts = %d, %v; want 2", n, err)
 	}
-	as, err := db.Attempts(ctx, wh, 10)
+	as, _, err := db.Attempts(ctx, furrow.AttemptFilter{WebhookID: wh, Limit: 10})
 	if err != nil || len(as) != 2 || as[0].AtMs != now.UnixMilli() {
 		t.Fatalf("kept %+v, %v; want the 2 recent ones", as, err)
 	}

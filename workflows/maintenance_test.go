@@ -159,7 +159,7 @@ func TestRetentionRemovesOldAttemptsKeepsNew(t *testing.T) {
 	if err := env.GetWorkflowResult(&r); err != nil || r.Attempts != 2 {
 		t.Fatalf("removed %d attempts (%v), want 2", r.Attempts, err)
 	}
-	left, err := db.Attempts(ctx, hook.ID, 100)
+	left, _, err := db.Attempts(ctx, furrow.AttemptFilter{WebhookID: hook.ID, Limit: 100})
 	if err != nil || len(left) != 1 || left[0].AtMs != recent {
 		t.Fatalf("left %+v (%v)", left, err)
 	}

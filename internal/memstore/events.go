@@ -82,34 +82,23 @@ func (s *Store) Event(ctx context.Context, id string) (furrow.Event, error) {
 // order stored) like the store, a page of furrow.ListLimit(f.Limit) at a
 // time.
 func (s *Store) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, *furrow.Cursor, error) {
-	type page struct {
-		events []furrow.Event
-		next   *furrow.Cursor
-	}
-	res, err := do(ctx, s, "Events", []any{f}, func() (page, error) {
+	res, err := do(ctx, s, "Events", []any{f}, func() (page[furrow.Event], error) {
 		var es []*event
 		for _, e := range s.events {
-			if e.FarmID == f.FarmID && (f.Type == "" || e.Type == f.Type) && (f.SinceMs == nil || e.OccurredAtMs >= *f.SinceMs) &&
-				(f.Before == nil || compareAt(e.OccurredAtMs, e.seq, f.Before.TimestampMs, f.Before.Seq) < 0) {
+			if e.FarmID == f.FarmID && (f.Type == "" || e.Type == f.Type) && (f.SinceMs == nil || e.OccurredAtMs >= *f.SinceMs) {
 				es = append(es, e)
 			}
 		}
-		slices.SortFunc(es, func(a, b *event) int { return -compareEvents(a, b) })
-		var p page
-		if limit := furrow.ListLimit(f.Limit); len(es) > limit {
-			es = es[:limit]
-			last := es[len(es)-1]
-			p.next = &furrow.Cursor{TimestampMs: last.OccurredAtMs, Seq: last.seq}
-		}
-		for _, e := range es {
-			p.events = append(p.events, e.copied())
-		}
+		var p page[furrow.Event]
+		p.rows, p.next = newestPage(es, (*event).place, f.Before, f.Limit, (*event).copied)
 		return p, nil
 	})
-	return res.events, res.next, err
+	return res.rows, res.next, err
 }
 
+// place is the event's place in the lists: its time, then the order
+// stored.
+func (e *event) place() furrow.Cursor { return furrow.Cursor{TimestampMs: e.OccurredAtMs, Seq: e.seq} }
+
 // compareEvents orders events by time, then by the order stored.
-func compareEvents(a, b *event) int {
-	return compareAt(a.OccurredAtMs, a.seq, b.OccurredAtMs, b.seq)
-}
+func compareEvents(a, b *event) int { return compareAt(a.place(), b.place()) }

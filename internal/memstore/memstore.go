@@ -10,11 +10,10 @@
 // (Store.OutboxState).
 //
 // A Store is safe for concurrent use and reads "now" from the clock it was
-// made with. It keeps what only PostgreSQL enforces loosely: it pages the
-// readings and events lists as the store does (furrow.ListLimit), since
-// callers rely on a page's end, but applies no default or cap to the
-// delivery log's limit (0 or less lists every attempt), and it does not
-// reshape stored text or JSON.
+// made with. It pages the lists (readings, events, delivery attempts) as
+// the store does (furrow.ListLimit), since callers rely on a page's end,
+// and it keeps what only PostgreSQL enforces loosely: it does not reshape
+// stored text or JSON.
 package memstore
 
 import (

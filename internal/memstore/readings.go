@@ -1,9 +1,7 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
 	"github.com/google/uuid"
 
@@ -97,35 +95,28 @@ func (s *Store) createReading(r furrow.Reading, keyHash *furrow.SecretHash) (sto
 	return stored{reading: r, event: s.insertEvent(furrow.NewMetricValueEvent(uuid.New(), r))}, nil
 }
 
-// page is what Readings returns besides the error.
-type page struct {
-	readings []furrow.Reading
-	next     *furrow.Cursor
+// page is what a list returns besides the error.
+type page[T any] struct {
+	rows []T
+	next *furrow.Cursor
 }
 
 // Readings implements furrow.ReadingService, ordered by (Timestamp, seq)
 // like the store, a page of furrow.ListLimit(f.Limit) at a time.
 func (s *Store) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
-	res, err := do(ctx, s, "Readings", []any{f}, func() (page, error) {
+	res, err := do(ctx, s, "Readings", []any{f}, func() (page[furrow.Reading], error) {
 		var rs []reading
 		for _, r := range s.readings {
 			if r.FarmID == f.FarmID && matches(r, f) {
 				rs = append(rs, r)
 			}
 		}
-		slices.SortFunc(rs, func(a, b reading) int { return -compareAt(a.Timestamp, a.seq, b.Timestamp, b.seq) })
-		var p page
-		if limit := furrow.ListLimit(f.Limit); len(rs) > limit {
-			rs = rs[:limit]
-			last := rs[len(rs)-1]
-			p.next = &furrow.Cursor{TimestampMs: last.Timestamp, Seq: last.seq}
-		}
-		for _, r := range rs {
-			p.readings = append(p.readings, r.Reading)
-		}
+		var p page[furrow.Reading]
+		p.rows, p.next = newestPage(rs, func(r reading) furrow.Cursor { return furrow.Cursor{TimestampMs: r.Timestamp, Seq: r.seq} },
+			f.Before, f.Limit, func(r reading) furrow.Reading { return r.Reading })
 		return p, nil
 	})
-	return res.readings, res.next, err
+	return res.rows, res.next, err
 }
 
 // matches applies the filter's optional conditions.
@@ -133,19 +124,12 @@ func matches(r reading, f furrow.ReadingFilter) bool {
 	switch {
 	case f.DeviceID != nil && r.DeviceID != *f.DeviceID,
 		f.MetricID != nil && r.MetricID != *f.MetricID,
-		f.SinceMs != nil && r.Timestamp < *f.SinceMs,
-		f.Before != nil && compareAt(r.Timestamp, r.seq, f.Before.TimestampMs, f.Before.Seq) >= 0:
+		f.SinceMs != nil && r.Timestamp < *f.SinceMs:
 		return false
 	}
 	return true
 }
 
-// compareAt orders the rows of a farm's lists, and their cursors, by time
-// and then by the order stored, as the store does.
-func compareAt(ts1, seq1, ts2, seq2 int64) int {
-	return cmp.Or(cmp.Compare(ts1, ts2), cmp.Compare(seq1, seq2))
-}
-
 func (r stored) first() any { return r.reading }
 
-func (p page) first() any { return p.readings }
+func (p page[T]) first() any { return p.rows }

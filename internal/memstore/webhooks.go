@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -167,28 +166,22 @@ func (s *Store) AddAttempt(ctx context.Context, a furrow.Attempt) error {
 	return err
 }
 
-// Attempts implements furrow.WebhookService; a limit of 0 or less lists
-// every attempt.
-func (s *Store) Attempts(ctx context.Context, webhookID uuid.UUID, limit int) ([]furrow.Attempt, error) {
-	return do(ctx, s, "Attempts", []any{webhookID, limit}, func() ([]furrow.Attempt, error) {
+// Attempts implements furrow.WebhookService, newest first by (AtMs, order
+// stored) like the store, a page of furrow.ListLimit(f.Limit) at a time.
+func (s *Store) Attempts(ctx context.Context, f furrow.AttemptFilter) ([]furrow.Attempt, *furrow.Cursor, error) {
+	res, err := do(ctx, s, "Attempts", []any{f}, func() (page[furrow.Attempt], error) {
 		var as []attempt
 		for _, a := range s.attempts {
-			if a.WebhookID == webhookID {
+			if a.WebhookID == f.WebhookID {
 				as = append(as, a)
 			}
 		}
-		slices.SortFunc(as, func(a, b attempt) int {
-			return -cmp.Or(cmp.Compare(a.AtMs, b.AtMs), cmp.Compare(a.seq, b.seq))
-		})
-		var out []furrow.Attempt
-		for _, a := range as {
-			if limit > 0 && len(out) == limit {
-				break
-			}
-			out = append(out, a.Attempt)
-		}
-		return out, nil
+		var p page[furrow.Attempt]
+		p.rows, p.next = newestPage(as, func(a attempt) furrow.Cursor { return furrow.Cursor{TimestampMs: a.AtMs, Seq: a.seq} },
+			f.Before, f.Limit, func(a attempt) furrow.Attempt { return a.Attempt })
+		return p, nil
 	})
+	return res.rows, res.next, err
 }
 
 // PruneAttempts implements furrow.WebhookService: like the store, which

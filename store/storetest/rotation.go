@@ -113,7 +113,7 @@ func SecretRotation(t *testing.T, newSubject New) {
 				}))
 				e.clock.Advance(time.Second)
 			}
-			as, err := e.Webhooks.Attempts(e.ctx, w.ID, 10)
+			as, _, err := e.Webhooks.Attempts(e.ctx, furrow.AttemptFilter{WebhookID: w.ID, Limit: 10})
 			e.must(err)
 			if len(as) != 3 || !slices.Equal(as[0].SignedWith, []int{1, 2}) || !slices.Equal(as[1].SignedWith, []int{2}) ||
 				as[2].SignedWith == nil || len(as[2].SignedWith) != 0 {

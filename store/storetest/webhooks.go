@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -115,10 +116,40 @@ func WebhookService(t *testing.T, newSubject New) {
 			e.must(e.Webhooks.AddAttempt(e.ctx, furrow.Attempt{
 				DeliveryID: uuid.New(), WebhookID: other.ID, EventID: event, Attempt: 1, AtMs: furrow.Millis(e.clock.Now()),
 			}))
-			as, err := e.Webhooks.Attempts(e.ctx, w.ID, 2)
+			as, _, err := e.Webhooks.Attempts(e.ctx, furrow.AttemptFilter{WebhookID: w.ID, Limit: 2})
 			e.must(err)
 			if len(as) != 2 || as[0].Attempt != 3 || as[1].Attempt != 2 || as[0].EventID != event || as[0].StatusCode != 500 {
 				e.t.Fatalf("Attempts(limit 2) = %+v, want attempts 3 and 2", as)
+			}
+		},
+		"AttemptsPageAcrossDays": func(e *env) {
+			f, _ := e.farm()
+			w := e.webhook(f.ID)
+			// Attempts on both sides of a UTC midnight, where a store
+			// partitioned by day changes partition, two at one millisecond.
+			midnight := time.Date(2031, 3, 12, 0, 0, 0, 0, time.UTC).UnixMilli()
+			var want []int // attempt numbers, newest first
+			for i, at := range []int64{midnight - 86400000, midnight - 1, midnight - 1, midnight, midnight + 5} {
+				e.must(e.Webhooks.AddAttempt(e.ctx, furrow.Attempt{
+					DeliveryID: uuid.New(), WebhookID: w.ID, EventID: furrow.NewEventID(), Attempt: i + 1, AtMs: at,
+				}))
+				want = append([]int{i + 1}, want...)
+			}
+			var got []int
+			filter := furrow.AttemptFilter{WebhookID: w.ID, Limit: 2}
+			for n := 0; ; n++ {
+				as, next, err := e.Webhooks.Attempts(e.ctx, filter)
+				e.must(err)
+				for _, a := range as {
+					got = append(got, a.Attempt)
+				}
+				if next == nil || n > 5 {
+					break
+				}
+				filter.Before = next
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				e.t.Fatalf("paged attempts %v, want %v (newest first, without gaps)", got, want)
 			}
 		},
 	})
