@@ -103,22 +103,28 @@ func storableText(s string) string {
 // capped at 1000. The cursor returned is nil when no attempt is left.
 func (db *DB) Attempts(ctx context.Context, f furrow.AttemptFilter) ([]furrow.Attempt, *furrow.Cursor, error) {
 	limit := furrow.ListLimit(f.Limit)
+	q, args := attemptsQuery(f, limit+1) // One more tells whether a page follows.
+	rows, _ := db.pool.Query(ctx, q, args...)
+	as, next, err := collectPage(rows, limit, scanAttempt, func(a furrow.Attempt) int64 { return a.AtMs })
+	if err != nil {
+		return nil, nil, translate(err, "list attempts", "webhook")
+	}
+	return as, next, nil
+}
+
+// attemptsQuery is the statement of Attempts and its arguments.
+func attemptsQuery(f furrow.AttemptFilter, limit int) (string, []any) {
 	q := `SELECT seq, delivery_id, webhook_id, event_id, attempt, status_code,
 		response_body, error, duration_ms, at_ms, signed_with
 		FROM delivery_attempts WHERE webhook_id = $1`
-	args := []any{f.WebhookID, limit + 1} // One more tells whether a page follows.
+	args := []any{f.WebhookID, limit}
 	if f.Before != nil {
 		// The bound on at_ms alone lets PostgreSQL leave out the day
 		// partitions after the cursor's.
 		q += " AND at_ms <= $3 AND (at_ms, seq) < ($3, $4)"
 		args = append(args, f.Before.TimestampMs, f.Before.Seq)
 	}
-	rows, _ := db.pool.Query(ctx, q+" ORDER BY at_ms DESC, seq DESC LIMIT $2", args...)
-	as, next, err := collectPage(rows, limit, scanAttempt, func(a furrow.Attempt) int64 { return a.AtMs })
-	if err != nil {
-		return nil, nil, translate(err, "list attempts", "webhook")
-	}
-	return as, next, nil
+	return q + " ORDER BY at_ms DESC, seq DESC LIMIT $2", args
 }
 
 // scanAttempt reads a row of the delivery log.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -588,5 +589,54 @@ func TestEventsPageSkipsPartitionsAfterTheCursor(t *testing.T) {
 	read := planNames(t, conn, "Relation Name", q, args...)
 	if !slices.Contains(read, partition(ids[1])) || slices.Contains(read, partition(ids[2])) {
 		t.Fatalf("a page after a cursor in %s reads %v; want that partition and not the next day's, %s", partition(ids[1]), read, partition(ids[2]))
+	}
+}
+
+// Like the events list's, a page of readings or of a webhook's delivery
+// log after a cursor reads no partition of a day after the cursor's.
+func TestReadingsAndAttemptsPagesSkipPartitionsAfterTheCursor(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	conn := connect(t, url)
+	hook, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: fx.farm.ID, URL: "https://hooks.example.com/in",
+		Secret: furrow.WebhookSecretPrefix + "c2VjcmV0", Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := clock.Now().UnixMilli()
+	for d := range int64(3) {
+		if _, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: fx.device.ID, MetricID: 1, Value: "1"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		err := db.AddAttempt(ctx, furrow.Attempt{WebhookID: hook.ID, EventID: furrow.NewEventID(), Attempt: 1, AtMs: day + d*86400000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(24 * time.Hour)
+	}
+	// The partitions of the rows of the days after the first.
+	later := func(table, column string) []string {
+		rows, _ := conn.Query(ctx, fmt.Sprintf("SELECT DISTINCT tableoid::regclass::text FROM %s WHERE %s > $1", table, column), day)
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(names) != 2 {
+			t.Fatalf("%s: later partitions %v, %v; want 2", table, names, err)
+		}
+		return names
+	}
+	cursor := &furrow.Cursor{TimestampMs: day, Seq: math.MaxInt64}
+	rq, rargs := store.ReadingsQuery(furrow.ReadingFilter{FarmID: fx.farm.ID, Before: cursor, Limit: 10})
+	aq, aargs := store.AttemptsQuery(furrow.AttemptFilter{WebhookID: hook.ID, Before: cursor, Limit: 10})
+	for _, c := range []struct {
+		table, column, q string
+		args             []any
+	}{{"readings", "ts_ms", rq, rargs}, {"delivery_attempts", "at_ms", aq, aargs}} {
+		read := planNames(t, conn, "Relation Name", c.q, c.args...)
+		for _, p := range later(c.table, c.column) {
+			if slices.Contains(read, p) {
+				t.Errorf("%s: a page after a cursor on the first day reads %v, among them %s of a later day", c.table, read, p)
+			}
+		}
 	}
 }

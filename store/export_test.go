@@ -80,6 +80,14 @@ func WriteReadingLate(ctx context.Context, db *DB, r furrow.Reading) (furrow.Out
 // EventsQuery is the statement of Events and its arguments, for plan tests.
 func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f, f.Limit) }
 
+// ReadingsQuery is the statement of Readings and its arguments, for plan
+// tests.
+func ReadingsQuery(f furrow.ReadingFilter) (string, []any) { return readingsQuery(f, f.Limit) }
+
+// AttemptsQuery is the statement of Attempts and its arguments, for plan
+// tests.
+func AttemptsQuery(f furrow.AttemptFilter) (string, []any) { return attemptsQuery(f, f.Limit) }
+
 // WriterPlans returns how many times the reading writers' connection has
 // planned their statement generically and custom-made, from
 // pg_prepared_statements, which only that connection sees.
