@@ -600,11 +600,7 @@ func TestReadingsAndAttemptsPagesSkipPartitionsAfterTheCursor(t *testing.T) {
 	db, url := newDB(t, clock)
 	fx := newFixture(t, db)
 	conn := connect(t, url)
-	hook, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: fx.farm.ID, URL: "https://hooks.example.com/in",
-		Secret: furrow.WebhookSecretPrefix + "c2VjcmV0", Enabled: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hook := subscribe(t, db, fx)
 	day := clock.Now().UnixMilli()
 	for d := range int64(3) {
 		if _, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: fx.farm.ID, DeviceID: fx.device.ID, MetricID: 1, Value: "1"}, nil); err != nil {
