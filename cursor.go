@@ -1,7 +1,7 @@
 package furrow
 
-// The page sizes of a farm's lists (readings, events, a webhook's delivery
-// log): a page holds DefaultListLimit rows unless asked for 1 to
+// The page sizes of the lists (a farm's readings and events, a webhook's
+// delivery log): a page holds DefaultListLimit rows unless asked for 1 to
 // MaxListLimit.
 const (
 	DefaultListLimit = 100
@@ -17,11 +17,10 @@ func ListLimit(limit int) int {
 	return min(limit, MaxListLimit)
 }
 
-// Cursor marks a position in one of a farm's lists that run newest first,
-// by time and then by the order stored (its readings, its events, a
-// webhook's delivery log): a page
-// that starts Before it continues the list where the previous page ended,
-// however many rows arrive meanwhile.
+// Cursor marks a position in one of the lists that run newest first, by
+// time and then by the order stored (a farm's readings and events, a
+// webhook's delivery log): a page that starts Before it continues the list
+// where the previous page ended, however many rows arrive meanwhile.
 type Cursor struct {
 	// TimestampMs is the time of the last row of the previous page: a
 	// reading's Timestamp, an event's OccurredAtMs, an attempt's AtMs.
