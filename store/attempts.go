@@ -117,14 +117,7 @@ func attemptsQuery(f furrow.AttemptFilter, limit int) (string, []any) {
 	q := `SELECT seq, delivery_id, webhook_id, event_id, attempt, status_code,
 		response_body, error, duration_ms, at_ms, signed_with
 		FROM delivery_attempts WHERE webhook_id = $1`
-	args := []any{f.WebhookID, limit}
-	if f.Before != nil {
-		// The bound on at_ms alone lets PostgreSQL leave out the day
-		// partitions after the cursor's.
-		q += " AND at_ms <= $3 AND (at_ms, seq) < ($3, $4)"
-		args = append(args, f.Before.TimestampMs, f.Before.Seq)
-	}
-	return q + " ORDER BY at_ms DESC, seq DESC LIMIT $2", args
+	return newestFirst(q, []any{f.WebhookID}, "at_ms", f.Before, limit)
 }
 
 // scanAttempt reads a row of the delivery log.

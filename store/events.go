@@ -15,14 +15,6 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// clampLimit is n, or def for 0 or less, at most max.
-func clampLimit(n, def, max int) int {
-	if n <= 0 {
-		return def
-	}
-	return min(n, max)
-}
-
 const eventColumns = "id, type, farm_id, occurred_at_ms, data"
 
 func scanEvent(row pgx.Row) (furrow.Event, error) {
@@ -36,10 +28,6 @@ func scanEvent(row pgx.Row) (furrow.Event, error) {
 	}
 	e.ID, e.Data = furrow.EventID(id), data
 	return e, nil
-}
-
-func collectEvents(rows pgx.Rows) ([]furrow.Event, error) {
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Event, error) { return scanEvent(r) })
 }
 
 // eventRows holds events as the column arrays of one multi-row insert.
@@ -214,15 +202,7 @@ func eventsQuery(f furrow.EventFilter, limit int) (string, []any) {
 		args = append(args, *f.SinceMs)
 		q += fmt.Sprintf(" AND occurred_at_ms >= $%d", len(args))
 	}
-	if f.Before != nil {
-		// The bound on occurred_at_ms alone lets PostgreSQL leave out the
-		// day partitions after the cursor's.
-		args = append(args, f.Before.TimestampMs, f.Before.Seq)
-		q += fmt.Sprintf(" AND occurred_at_ms <= $%d AND (occurred_at_ms, seq) < ($%d, $%d)", len(args)-1, len(args)-1, len(args))
-	}
-	args = append(args, limit)
-	q += fmt.Sprintf(" ORDER BY occurred_at_ms DESC, seq DESC LIMIT $%d", len(args))
-	return q, args
+	return newestFirst(q, args, "occurred_at_ms", f.Before, limit)
 }
 
 // Event returns one event by its evt_<uuid> id; a malformed id is

@@ -1,10 +1,27 @@
 package store
 
 import (
+	"fmt"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
 )
+
+// newestFirst ends q, a query of one of the lists whose arguments are
+// args, with the order of the lists, newest first by the time column at
+// and then by seq, the rows before the cursor only (when there is one),
+// and at most limit rows. The cursor's condition bounds at alone too, so
+// that PostgreSQL leaves out the day partitions after the cursor's.
+func newestFirst(q string, args []any, at string, before *furrow.Cursor, limit int) (string, []any) {
+	if before != nil {
+		args = append(args, before.TimestampMs, before.Seq)
+		n := len(args)
+		q += fmt.Sprintf(" AND %[1]s <= $%[2]d AND (%[1]s, seq) < ($%[2]d, $%[3]d)", at, n-1, n)
+	}
+	args = append(args, limit)
+	return q + fmt.Sprintf(" ORDER BY %s DESC, seq DESC LIMIT $%d", at, len(args)), args
+}
 
 // collectPage reads a page of one of the lists from rows, whose first
 // column is seq and whose query asked for limit+1 rows (one more tells

@@ -52,13 +52,7 @@ func readingsQuery(f furrow.ReadingFilter, limit int) (string, []any) {
 	if f.SinceMs != nil {
 		cond(" AND ts_ms >= $%d", *f.SinceMs)
 	}
-	if f.Before != nil {
-		// The bound on ts_ms alone lets PostgreSQL leave out the day
-		// partitions after the cursor's.
-		cond(" AND ts_ms <= $%[1]d AND (ts_ms, seq) < ($%[1]d, $%[2]d)", f.Before.TimestampMs, f.Before.Seq)
-	}
-	cond(" ORDER BY ts_ms DESC, seq DESC LIMIT $%d", limit)
-	return q, args
+	return newestFirst(q, args, "ts_ms", f.Before, limit)
 }
 
 // PruneReadings creates the partitions of readings for the next days and,
