@@ -53,3 +53,26 @@ func (d Device) Status(now time.Time, t Thresholds) string {
 	}
 	return DeviceReporting
 }
+
+// DeviceFilter selects a page of a farm's devices, which are listed by
+// name and then by id.
+type DeviceFilter struct {
+	FarmID uuid.UUID
+	// After, when set, starts the page after that place: the previous
+	// page's last device.
+	After *DevicePlace
+	// Limit is the page size as ListLimit makes it; 0 lists every device
+	// (after After).
+	Limit int
+}
+
+// DevicePlace is a device's place in its farm's list, the cursor of a page
+// of devices. It holds the name as well as the id so that the list goes on
+// from the same place whatever became of that device meanwhile.
+type DevicePlace struct {
+	Name string
+	ID   uuid.UUID
+}
+
+// Place is d's place in its farm's list.
+func (d Device) Place() DevicePlace { return DevicePlace{Name: d.Name, ID: d.ID} }

@@ -45,8 +45,10 @@ type DeviceService interface {
 	DeviceByKey(ctx context.Context, keyHash SecretHash) (Device, error)
 	// DeviceByID returns a device by id, whatever its farm.
 	DeviceByID(ctx context.Context, id uuid.UUID) (Device, error)
-	// Devices lists a farm's devices by name.
-	Devices(ctx context.Context, farmID uuid.UUID) ([]Device, error)
+	// Devices lists the page of a farm's devices that f selects, by name
+	// and then id, and the place of the next page's start (nil when no
+	// device is left); an unknown farm has none.
+	Devices(ctx context.Context, f DeviceFilter) ([]Device, *DevicePlace, error)
 	// MarkOffline marks at most limit devices whose last reading is older
 	// than now-offlineAfter and that are not yet offline, and stores one
 	// device.offline event for each, in one transaction. It returns the

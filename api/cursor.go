@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/furrowhq/furrow"
+	"github.com/google/uuid"
 )
 
 // list names a paged list; its name prefixes the list's cursors, so that a
@@ -18,10 +20,41 @@ const (
 	readingsList list = "r1"
 	eventsList   list = "e1"
 	attemptsList list = "a1"
+	devicesList  list = "d1"
 )
 
 // nextCursorHeader carries the cursor of a list's next page.
 const nextCursorHeader = "Furrow-Next-Cursor"
+
+// encodeDeviceCursor makes a cursor of the devices list opaque to clients.
+func encodeDeviceCursor(p furrow.DevicePlace) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%s:%s", devicesList, p.ID, p.Name))
+}
+
+// queryDeviceCursor parses the devices list's optional ?cursor=; anything
+// but a cursor that list made is EINVALID.
+func queryDeviceCursor(r *http.Request) (*furrow.DevicePlace, error) {
+	s := r.URL.Query().Get("cursor")
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	id, name, _ := strings.Cut(strings.TrimPrefix(string(b), string(devicesList)+":"), ":")
+	p := furrow.DevicePlace{Name: name}
+	if err == nil {
+		p.ID, err = uuid.Parse(id)
+	}
+	if err == nil {
+		_, err = checkName(name)
+	}
+	if err != nil || encodeDeviceCursor(p) != s {
+		return nil, errBadCursor
+	}
+	return &p, nil
+}
+
+// errBadCursor answers a cursor that its list did not make.
+var errBadCursor = furrow.Errorf(furrow.EINVALID, "The query parameter cursor is malformed; pass back the %s header as is.", nextCursorHeader)
 
 // encodeCursor makes a cursor of l opaque to clients.
 func encodeCursor(l list, c furrow.Cursor) string {
@@ -30,16 +63,15 @@ func encodeCursor(l list, c furrow.Cursor) string {
 
 // decodeCursor reverses encodeCursor for l; anything else is EINVALID.
 func decodeCursor(l list, s string) (furrow.Cursor, error) {
-	bad := furrow.Errorf(furrow.EINVALID, "The query parameter cursor is malformed; pass back the %s header as is.", nextCursorHeader)
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return furrow.Cursor{}, bad
+		return furrow.Cursor{}, errBadCursor
 	}
 	var c furrow.Cursor
 	var rest string
 	n, _ := fmt.Sscanf(string(b), string(l)+":%d:%d%s", &c.TimestampMs, &c.Seq, &rest)
 	if n != 2 || encodeCursor(l, c) != s {
-		return furrow.Cursor{}, bad
+		return furrow.Cursor{}, errBadCursor
 	}
 	return c, nil
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/furrowhq/furrow"
 	"github.com/google/uuid"
 )
 
@@ -48,9 +49,16 @@ type deviceOut struct {
 	LastSeenMs *int64    `json:"last_seen_ms"`
 }
 
-// listDevices lists the farm's devices with their status now: 200.
+// listDevices lists the farm's devices with their status now, by name:
+// 200. Every device unless ?limit= or ?cursor= asks for a page; then the
+// Furrow-Next-Cursor header holds the cursor of the next page while more
+// remain.
 func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
-	devices, err := s.Devices.Devices(r.Context(), currentFarm(r))
+	f, err := deviceFilter(r)
+	if err != nil {
+		return err
+	}
+	devices, next, err := s.Devices.Devices(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -59,6 +67,23 @@ func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
 	for _, d := range devices {
 		out = append(out, deviceOut{d.ID, d.Name, d.Status(now, s.cfg.Thresholds), d.LastSeenMs})
 	}
+	if next != nil {
+		w.Header().Set(nextCursorHeader, encodeDeviceCursor(*next))
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// deviceFilter reads the query of the devices list; malformed is EINVALID.
+func deviceFilter(r *http.Request) (furrow.DeviceFilter, error) {
+	f := furrow.DeviceFilter{FarmID: currentFarm(r)}
+	after, err := queryDeviceCursor(r)
+	if err != nil {
+		return f, err
+	}
+	f.After = after
+	if r.URL.Query().Get("limit") != "" || after != nil {
+		f.Limit, err = queryLimit(r)
+	}
+	return f, err
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -193,6 +194,50 @@ func TestDevices(t *testing.T) {
 	if !strings.Contains(r.Body, `"last_seen_ms":null`) || strings.Contains(r.Body, "api_key") {
 		t.Fatalf("device list shape: %s", r.Body)
 	}
+}
+
+func TestDevicesPages(t *testing.T) {
+	h := newHarness(t)
+	for _, name := range []string{"probe-3", "probe-0", "probe:4"} {
+		if r := h.user(h.manager, "POST", h.farmPath("/devices"), `{"name":"`+name+`"}`); r.Status != http.StatusCreated {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+	}
+	want := []string{"probe-0", "probe-1", "probe-2", "probe-3", "probe:4"} // probe-1 and -2 are the harness's
+	whole := h.user(h.viewer, "GET", h.farmPath("/devices"), "")
+	if whole.Header.Get("Furrow-Next-Cursor") != "" {
+		t.Fatal("the whole list names a next page")
+	}
+	for _, q := range []string{"?limit=1", "?limit=2", "?limit=4", "?limit=5"} {
+		if got := pageAll(t, h, h.viewer, h.farmPath("/devices"+q), func(d deviceOut) string { return d.Name }); !slices.Equal(got, want) {
+			t.Fatalf("%s: paged %v, want %v", q, got, want)
+		}
+	}
+	r := h.user(h.viewer, "GET", h.farmPath("/devices?limit=2"), "")
+	cursor := r.Header.Get("Furrow-Next-Cursor")
+	// A cursor alone asks for a page of the default size: here the rest.
+	r = h.user(h.viewer, "GET", h.farmPath("/devices?cursor="+cursor), "")
+	var rest []deviceOut
+	decode(t, r, &rest)
+	if got := pageNames(rest); !slices.Equal(got, want[2:]) || r.Header.Get("Furrow-Next-Cursor") != "" {
+		t.Fatalf("after the cursor: %s", r.Body)
+	}
+	foreign := encodeCursor(eventsList, furrow.Cursor{TimestampMs: 1, Seq: 1})
+	noName := encodeDeviceCursor(furrow.DevicePlace{ID: uuid.New()})
+	badText := base64.RawURLEncoding.EncodeToString([]byte("d1:" + uuid.NewString() + ":\xff"))
+	for _, c := range []string{"zz", foreign, noName, badText, cursor + "A"} {
+		expectError(t, h.user(h.viewer, "GET", h.farmPath("/devices?cursor="+c), ""), http.StatusBadRequest, furrow.EINVALID, "cursor")
+	}
+	expectError(t, h.user(h.viewer, "GET", h.farmPath("/devices?limit=0"), ""), http.StatusBadRequest, furrow.EINVALID, "limit")
+}
+
+// pageNames is the names of the devices of a page, in order.
+func pageNames(ds []deviceOut) []string {
+	names := make([]string, 0, len(ds))
+	for _, d := range ds {
+		names = append(names, d.Name)
+	}
+	return names
 }
 
 func TestEvents(t *testing.T) {

@@ -123,11 +123,11 @@ func TestDevicesAndKeys(t *testing.T) {
 	if _, _, err := db.CreateDevice(ctx, fx.farm.ID, "a-first"); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := db.Devices(ctx, fx.farm.ID)
+	ds, _, err := db.Devices(ctx, furrow.DeviceFilter{FarmID: fx.farm.ID})
 	if err != nil || len(ds) != 2 || ds[0].Name != "a-first" || ds[1].Name != "probe-1" {
 		t.Fatalf("Devices = %+v, %v; want a-first, probe-1", ds, err)
 	}
-	if ds, err := db.Devices(ctx, uuid.New()); err != nil || len(ds) != 0 {
+	if ds, _, err := db.Devices(ctx, furrow.DeviceFilter{FarmID: uuid.New()}); err != nil || len(ds) != 0 {
 		t.Fatalf("Devices of unknown farm = %+v, %v", ds, err)
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -64,15 +65,32 @@ func (db *DB) DeviceByID(ctx context.Context, id uuid.UUID) (furrow.Device, erro
 	return d, translate(err, "device by id", "device")
 }
 
-// Devices lists a farm's devices by name; an unknown farm has none.
-func (db *DB) Devices(ctx context.Context, farmID uuid.UUID) ([]furrow.Device, error) {
-	rows, _ := db.pool.Query(ctx,
-		"SELECT "+deviceColumns+" FROM devices WHERE farm_id = $1 ORDER BY name, id", farmID)
+// Devices lists the page of a farm's devices that f selects, by name and
+// then id; an unknown farm has none. The farm's index on (name, id) serves
+// the order and the place, so a page costs its own rows only.
+func (db *DB) Devices(ctx context.Context, f furrow.DeviceFilter) ([]furrow.Device, *furrow.DevicePlace, error) {
+	q, args := "SELECT "+deviceColumns+" FROM devices WHERE farm_id = $1", []any{f.FarmID}
+	if f.After != nil {
+		q += " AND (name, id) > ($2, $3)"
+		args = append(args, f.After.Name, f.After.ID)
+	}
+	q += " ORDER BY name, id"
+	limit := 0
+	if f.Limit > 0 {
+		limit = furrow.ListLimit(f.Limit)
+		args = append(args, limit+1)
+		q += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	rows, _ := db.pool.Query(ctx, q, args...)
 	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Device, error) { return scanDevice(r) })
 	if err != nil {
-		return nil, translate(err, "list devices", "farm")
+		return nil, nil, translate(err, "list devices", "farm")
 	}
-	return ds, nil
+	if limit == 0 || len(ds) <= limit {
+		return ds, nil, nil
+	}
+	next := ds[limit-1].Place()
+	return ds[:limit], &next, nil
 }
 
 // hashOf is the stored bytes of a secret's hash.

@@ -61,7 +61,7 @@ func TestDeviceReportingStates(t *testing.T) {
 	}
 	status := func() string {
 		t.Helper()
-		ds, err := db.Devices(ctx, farm.ID)
+		ds, _, err := db.Devices(ctx, furrow.DeviceFilter{FarmID: farm.ID})
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("devices: %v %v", ds, err)
 		}

@@ -92,19 +92,28 @@ func (s *Store) DeviceByID(ctx context.Context, id uuid.UUID) (furrow.Device, er
 }
 
 // Devices implements furrow.DeviceService.
-func (s *Store) Devices(ctx context.Context, farmID uuid.UUID) ([]furrow.Device, error) {
-	return do(ctx, s, "Devices", []any{farmID}, func() ([]furrow.Device, error) {
+func (s *Store) Devices(ctx context.Context, f furrow.DeviceFilter) ([]furrow.Device, *furrow.DevicePlace, error) {
+	res, err := do(ctx, s, "Devices", []any{f}, func() (page[furrow.Device, furrow.DevicePlace], error) {
 		var out []furrow.Device
 		for _, d := range s.devices {
-			if d.FarmID == farmID {
+			if d.FarmID == f.FarmID && (f.After == nil || comparePlace(d.Place(), *f.After) > 0) {
 				out = append(out, d.copied())
 			}
 		}
-		slices.SortFunc(out, func(a, b furrow.Device) int {
-			return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID.String(), b.ID.String()))
-		})
-		return out, nil
+		slices.SortFunc(out, func(a, b furrow.Device) int { return comparePlace(a.Place(), b.Place()) })
+		if n := furrow.ListLimit(f.Limit); f.Limit > 0 && len(out) > n {
+			next := out[n-1].Place()
+			return page[furrow.Device, furrow.DevicePlace]{out[:n], &next}, nil
+		}
+		return page[furrow.Device, furrow.DevicePlace]{rows: out}, nil
 	})
+	return res.rows, res.next, err
+}
+
+// comparePlace orders devices as the store does in a database of the C
+// collation (as the tests' are): by the name's bytes, then by id.
+func comparePlace(a, b furrow.DevicePlace) int {
+	return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID.String(), b.ID.String()))
 }
 
 // MarkOffline implements furrow.DeviceService, the devices silent the

@@ -82,14 +82,14 @@ func (s *Store) Event(ctx context.Context, id string) (furrow.Event, error) {
 // order stored) like the store, a page of furrow.ListLimit(f.Limit) at a
 // time.
 func (s *Store) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, *furrow.Cursor, error) {
-	res, err := do(ctx, s, "Events", []any{f}, func() (page[furrow.Event], error) {
+	res, err := do(ctx, s, "Events", []any{f}, func() (page[furrow.Event, furrow.Cursor], error) {
 		var es []*event
 		for _, e := range s.events {
 			if e.FarmID == f.FarmID && (f.Type == "" || e.Type == f.Type) && (f.SinceMs == nil || e.OccurredAtMs >= *f.SinceMs) {
 				es = append(es, e)
 			}
 		}
-		var p page[furrow.Event]
+		var p page[furrow.Event, furrow.Cursor]
 		p.rows, p.next = newestPage(es, (*event).place, f.Before, f.Limit, (*event).copied)
 		return p, nil
 	})

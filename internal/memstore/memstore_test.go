@@ -71,7 +71,7 @@ func TestFaultSeesArgumentsAndMayPanic(t *testing.T) {
 		if recover() == nil {
 			t.Fatal("the hook's panic did not reach the caller")
 		}
-		if _, err := s.Devices(t.Context(), f.ID); err != nil {
+		if _, _, err := s.Devices(t.Context(), furrow.DeviceFilter{FarmID: f.ID}); err != nil {
 			t.Fatalf("the store stayed locked after the panic: %v", err)
 		}
 	}()

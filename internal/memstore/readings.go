@@ -95,23 +95,24 @@ func (s *Store) createReading(r furrow.Reading, keyHash *furrow.SecretHash) (sto
 	return stored{reading: r, event: s.insertEvent(furrow.NewMetricValueEvent(uuid.New(), r))}, nil
 }
 
-// page is what a list returns besides the error.
-type page[T any] struct {
+// page is what a list returns besides the error: its rows and the cursor
+// C of the next page.
+type page[T, C any] struct {
 	rows []T
-	next *furrow.Cursor
+	next *C
 }
 
 // Readings implements furrow.ReadingService, ordered by (Timestamp, seq)
 // like the store, a page of furrow.ListLimit(f.Limit) at a time.
 func (s *Store) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
-	res, err := do(ctx, s, "Readings", []any{f}, func() (page[furrow.Reading], error) {
+	res, err := do(ctx, s, "Readings", []any{f}, func() (page[furrow.Reading, furrow.Cursor], error) {
 		var rs []reading
 		for _, r := range s.readings {
 			if r.FarmID == f.FarmID && matches(r, f) {
 				rs = append(rs, r)
 			}
 		}
-		var p page[furrow.Reading]
+		var p page[furrow.Reading, furrow.Cursor]
 		p.rows, p.next = newestPage(rs, func(r reading) furrow.Cursor { return furrow.Cursor{TimestampMs: r.Timestamp, Seq: r.seq} },
 			f.Before, f.Limit, func(r reading) furrow.Reading { return r.Reading })
 		return p, nil
@@ -132,4 +133,4 @@ func matches(r reading, f furrow.ReadingFilter) bool {
 
 func (r stored) first() any { return r.reading }
 
-func (p page[T]) first() any { return p.rows }
+func (p page[T, C]) first() any { return p.rows }

@@ -169,14 +169,14 @@ func (s *Store) AddAttempt(ctx context.Context, a furrow.Attempt) error {
 // Attempts implements furrow.WebhookService, newest first by (AtMs, order
 // stored) like the store, a page of furrow.ListLimit(f.Limit) at a time.
 func (s *Store) Attempts(ctx context.Context, f furrow.AttemptFilter) ([]furrow.Attempt, *furrow.Cursor, error) {
-	res, err := do(ctx, s, "Attempts", []any{f}, func() (page[furrow.Attempt], error) {
+	res, err := do(ctx, s, "Attempts", []any{f}, func() (page[furrow.Attempt, furrow.Cursor], error) {
 		var as []attempt
 		for _, a := range s.attempts {
 			if a.WebhookID == f.WebhookID {
 				as = append(as, a)
 			}
 		}
-		var p page[furrow.Attempt]
+		var p page[furrow.Attempt, furrow.Cursor]
 		p.rows, p.next = newestPage(as, func(a attempt) furrow.Cursor { return furrow.Cursor{TimestampMs: a.AtMs, Seq: a.seq} },
 			f.Before, f.Limit, func(a attempt) furrow.Attempt { return a.Attempt })
 		return p, nil

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -78,15 +79,74 @@ func DeviceService(t *testing.T, newSubject New) {
 				e.must(err)
 			}
 			e.device("elsewhere")
-			ds, err := e.Devices.Devices(e.ctx, f.ID)
+			ds, next, err := e.Devices.Devices(e.ctx, furrow.DeviceFilter{FarmID: f.ID})
 			e.must(err)
-			var names []string
-			for _, d := range ds {
-				names = append(names, d.Name)
+			if want := []string{"probe-a", "probe-b", "probe-c"}; !slices.Equal(deviceNames(ds), want) || next != nil {
+				e.t.Fatalf("Devices = %v, next %v; want %v, no next", deviceNames(ds), next, want)
 			}
-			if want := []string{"probe-a", "probe-b", "probe-c"}; !slices.Equal(names, want) {
-				e.t.Fatalf("Devices = %v, want %v", names, want)
+		},
+		"ListPages": func(e *env) {
+			f, _ := e.farm()
+			// Two of a name, told apart by id; names that every collation
+			// orders alike.
+			names := []string{"b", "a", "c", "b", "a1", "d"}
+			for _, name := range names {
+				_, _, err := e.Devices.CreateDevice(e.ctx, f.ID, name)
+				e.must(err)
+			}
+			all, _, err := e.Devices.Devices(e.ctx, furrow.DeviceFilter{FarmID: f.ID})
+			e.must(err)
+			if want := []string{"a", "a1", "b", "b", "c", "d"}; !slices.Equal(deviceNames(all), want) {
+				e.t.Fatalf("Devices = %v, want %v", deviceNames(all), want)
+			}
+			for _, size := range []int{1, 2, 4, 6, 7} {
+				var got []furrow.Device
+				filter := furrow.DeviceFilter{FarmID: f.ID, Limit: size}
+				for pages := 0; ; pages++ {
+					page, next, err := e.Devices.Devices(e.ctx, filter)
+					e.must(err)
+					if len(page) > size || pages > len(names) {
+						e.t.Fatalf("size %d: page of %d, or %d pages", size, len(page), pages)
+					}
+					got = append(got, page...)
+					if next == nil {
+						break
+					}
+					if *next != page[len(page)-1].Place() {
+						e.t.Fatalf("size %d: next %v, want the last device's place", size, *next)
+					}
+					filter.After = next
+				}
+				if !slices.EqualFunc(got, all, func(a, b furrow.Device) bool { return a.ID == b.ID }) {
+					e.t.Fatalf("size %d: pages hold %v, want %v", size, deviceNames(got), deviceNames(all))
+				}
+			}
+		},
+		"ListPageSize": func(e *env) {
+			f, _ := e.farm()
+			for i := range furrow.MaxListLimit + 1 {
+				_, _, err := e.Devices.CreateDevice(e.ctx, f.ID, fmt.Sprintf("probe-%04d", i))
+				e.must(err)
+			}
+			page, next, err := e.Devices.Devices(e.ctx, furrow.DeviceFilter{FarmID: f.ID, Limit: furrow.MaxListLimit + 5})
+			e.must(err)
+			if len(page) != furrow.MaxListLimit || next == nil || next.Name != "probe-0999" {
+				e.t.Fatalf("Limit past the most: %d devices, next %v; want %d and probe-0999", len(page), next, furrow.MaxListLimit)
+			}
+			page, next, err = e.Devices.Devices(e.ctx, furrow.DeviceFilter{FarmID: f.ID, After: next, Limit: 1})
+			e.must(err)
+			if len(page) != 1 || page[0].Name != "probe-1000" || next != nil {
+				e.t.Fatalf("last page: %v, next %v", deviceNames(page), next)
 			}
 		},
 	})
+}
+
+// deviceNames is the names of ds, in order.
+func deviceNames(ds []furrow.Device) []string {
+	names := make([]string, 0, len(ds))
+	for _, d := range ds {
+		names = append(names, d.Name)
+	}
+	return names
 }
