@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/store"
 )
 
 func TestUsers(t *testing.T) {
@@ -130,6 +132,54 @@ func TestDevicesAndKeys(t *testing.T) {
 	if ds, _, err := db.Devices(ctx, furrow.DeviceFilter{FarmID: uuid.New()}); err != nil || len(ds) != 0 {
 		t.Fatalf("Devices of unknown farm = %+v, %v", ds, err)
 	}
+}
+
+// A page of a farm's devices is read from the farm's index on (name, id)
+// at its place, not by sorting the farm's devices, so that a page costs
+// the same at any depth of a large farm.
+func TestDevicesPageReadsTheIndexAtItsPlace(t *testing.T) {
+	ctx := context.Background()
+	db, url := newDB(t, newClock())
+	fx := newFixture(t, db)
+	other := newFixture(t, db)
+	conn := connect(t, url)
+	for _, farm := range []uuid.UUID{fx.farm.ID, other.farm.ID} {
+		if _, err := conn.Exec(ctx, `INSERT INTO devices (id, farm_id, name, key_hash, created_at_ms)
+			SELECT gen_random_uuid(), $1, 'sensor-' || lpad(i::text, 5, '0'), sha256(($2 || i)::bytea), 0
+			FROM generate_series(1, 5000) i`, farm, farm.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "ANALYZE devices"); err != nil {
+		t.Fatal(err)
+	}
+	f := furrow.DeviceFilter{FarmID: fx.farm.ID, Limit: 100}
+	page, next, err := db.Devices(ctx, f)
+	if err != nil || len(page) != 100 || next == nil || next.Name != "sensor-00099" { // after the fixture's probe-1
+		t.Fatalf("first page: %d devices, next %v, %v", len(page), next, err)
+	}
+	f.After = &furrow.DevicePlace{Name: "sensor-04000", ID: uuid.Nil}
+	if page, _, err = db.Devices(ctx, f); err != nil || len(page) != 100 || page[0].Name != "sensor-04000" {
+		t.Fatalf("deep page: %d devices from %v, %v", len(page), deviceName(page), err)
+	}
+	q, args := store.DevicesQuery(f)
+	if idx := planNames(t, conn, "Index Name", q, args...); !slices.Equal(idx, []string{"devices_farm_name"}) {
+		t.Fatalf("a page reads the indexes %v; want devices_farm_name alone", idx)
+	}
+	if nodes := planNames(t, conn, "Node Type", q, args...); slices.Contains(nodes, "Sort") {
+		t.Fatalf("a page's plan sorts: %v", nodes)
+	}
+	if conds := planNames(t, conn, "Index Cond", q, args...); len(conds) != 1 || !strings.Contains(conds[0], "ROW(name, id) >") {
+		t.Fatalf("the index is not entered at the page's place: %v", conds)
+	}
+}
+
+// deviceName is the name of the first device of ds, or "".
+func deviceName(ds []furrow.Device) string {
+	if len(ds) == 0 {
+		return ""
+	}
+	return ds[0].Name
 }
 
 func TestEmptyUntilFirstUser(t *testing.T) {

@@ -69,18 +69,11 @@ func (db *DB) DeviceByID(ctx context.Context, id uuid.UUID) (furrow.Device, erro
 // then id; an unknown farm has none. The farm's index on (name, id) serves
 // the order and the place, so a page costs its own rows only.
 func (db *DB) Devices(ctx context.Context, f furrow.DeviceFilter) ([]furrow.Device, *furrow.DevicePlace, error) {
-	q, args := "SELECT "+deviceColumns+" FROM devices WHERE farm_id = $1", []any{f.FarmID}
-	if f.After != nil {
-		q += " AND (name, id) > ($2, $3)"
-		args = append(args, f.After.Name, f.After.ID)
-	}
-	q += " ORDER BY name, id"
 	limit := 0
 	if f.Limit > 0 {
 		limit = furrow.ListLimit(f.Limit)
-		args = append(args, limit+1)
-		q += fmt.Sprintf(" LIMIT $%d", len(args))
 	}
+	q, args := devicesQuery(f, limit)
 	rows, _ := db.pool.Query(ctx, q, args...)
 	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Device, error) { return scanDevice(r) })
 	if err != nil {
@@ -91,6 +84,22 @@ func (db *DB) Devices(ctx context.Context, f furrow.DeviceFilter) ([]furrow.Devi
 	}
 	next := ds[limit-1].Place()
 	return ds[:limit], &next, nil
+}
+
+// devicesQuery is the statement of a page of f's devices, limit of them
+// (every one for 0) and one more, which tells whether a page follows.
+func devicesQuery(f furrow.DeviceFilter, limit int) (string, []any) {
+	q, args := "SELECT "+deviceColumns+" FROM devices WHERE farm_id = $1", []any{f.FarmID}
+	if f.After != nil {
+		q += " AND (name, id) > ($2, $3)"
+		args = append(args, f.After.Name, f.After.ID)
+	}
+	q += " ORDER BY name, id"
+	if limit > 0 {
+		args = append(args, limit+1)
+		q += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	return q, args
 }
 
 // hashOf is the stored bytes of a secret's hash.

@@ -84,6 +84,10 @@ func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f, f
 // tests.
 func ReadingsQuery(f furrow.ReadingFilter) (string, []any) { return readingsQuery(f, f.Limit) }
 
+// DevicesQuery is the statement of Devices and its arguments, for plan
+// tests.
+func DevicesQuery(f furrow.DeviceFilter) (string, []any) { return devicesQuery(f, f.Limit) }
+
 // AttemptsQuery is the statement of Attempts and its arguments, for plan
 // tests.
 func AttemptsQuery(f furrow.AttemptFilter) (string, []any) { return attemptsQuery(f, f.Limit) }
