@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -211,7 +212,9 @@ func (c Cost) why(deliveries int64, offered float64) string {
 	busy := machine / (c.Wall * float64(c.Cores))
 	per := machine / float64(deliveries)
 	need := per * offered / float64(c.Cores)
-	if busy < cpuBound && need < cpuBound {
+	// Compared as printed, so that a run never reads "90% needed" beside
+	// "not the machine's CPU".
+	if math.Round(100*busy) < 100*cpuBound && math.Round(100*need) < 100*cpuBound {
 		return fmt.Sprintf("not the machine's CPU (%.0f%% busy over %d cores, %.0f%% needed by the offered rate): look at the outbox rows above (the dispatchers' starts), "+
 			"Temporal's and PostgreSQL's logs, and the connection budget (docs/operating/production.md)", 100*busy, c.Cores, 100*need)
 	}

@@ -147,6 +147,12 @@ func TestWhyTellsCPUBoundFromNot(t *testing.T) {
 	if why := nearFull.why(4500, 150); !strings.HasPrefix(why, "the machine's CPU: 86% busy") || !strings.Contains(why, "the 150/s offered needs 99% of it") {
 		t.Errorf("near-full run: %q", why)
 	}
+	// 88% busy, and the offered rate needs 89.6%, which prints as 90%:
+	// at the limit, as printed.
+	edge := Cost{CPU: map[string]float64{"machine": 53.76}, Wall: 30.545, Cores: 2}
+	if why := edge.why(3000, 100); !strings.HasPrefix(why, "the machine's CPU: 88% busy") || !strings.Contains(why, "needs 90% of it") {
+		t.Errorf("run at the edge: %q", why)
+	}
 	idle := Cost{CPU: map[string]float64{"machine": 40}, Wall: 40, Cores: 2}
 	if why := idle.why(3040, 100); !strings.HasPrefix(why, "not the machine's CPU (50% busy over 2 cores, 66% needed by the offered rate)") {
 		t.Errorf("half-idle run: %q", why)
