@@ -176,7 +176,7 @@ func TestWebhookRateEndToEnd(t *testing.T) {
 	startedIn := (<-dispatched).Sub(start)
 	span := slowAt[len(slowAt)-1].Sub(slowAt[0])
 	got := float64(len(slowAt)-1) / span.Seconds()
-	sends := sendTimes(t, e.db, slow.ID)
+	sends := loggedSends(t, e.db, slow.ID, burst)
 	logged := maxPerWindow(sends, time.Second)
 	t.Logf("burst of %d events stored in %s, all its workflows started %s after its first event", burst, stored.Sub(start).Round(time.Millisecond), startedIn.Round(time.Millisecond))
 	t.Logf("webhook at %d/s: %d deliveries in %s = %.2f/s; most in any second: %d by the receiver, %d by the delivery log; "+
@@ -288,6 +288,21 @@ func splitLatency(sent, latency []time.Duration, boundary time.Duration) (before
 
 // sendTimes reads when each attempt to the webhook was sent, from the
 // delivery log, oldest first.
+// loggedSends is sendTimes once the delivery log holds n attempts of the
+// webhook, or after 10 s: an attempt is logged when its answer is in, a
+// moment after the receiver saw its request.
+func loggedSends(t *testing.T, databaseURL, webhookID string, n int) []time.Time {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sends := sendTimes(t, databaseURL, webhookID)
+		if len(sends) >= n || time.Now().After(deadline) {
+			return sends
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func sendTimes(t *testing.T, databaseURL, webhookID string) []time.Time {
 	t.Helper()
 	ms := millis(t, databaseURL, "SELECT at_ms FROM delivery_attempts WHERE webhook_id = $1 ORDER BY at_ms", webhookID)
