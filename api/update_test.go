@@ -51,3 +51,18 @@ func TestWebhookRateRejects(t *testing.T) {
 		t.Fatal("a refused patch changed the webhook")
 	}
 }
+
+// A patch changes only the url, the event types and the rate: the
+// webhook's state and secret have endpoints of their own, so a patch that
+// names them changes nothing.
+func TestWebhookPatchLeavesStateAndSecret(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://hooks.example.com/in","event_types":["trigger.fired"]}`)
+	path := h.farmPath("/webhooks/" + w.ID.String())
+	r := h.user(h.manager, "PATCH", path, `{"enabled":false,"secret":"whsec_mine","consecutive_failures":9}`)
+	stored, err := h.store.WebhookByID(t.Context(), w.ID)
+	if r.Status != http.StatusOK || err != nil || !stored.Enabled || stored.Secret != w.Secret || stored.ConsecutiveFailures != 0 ||
+		stored.URL != w.URL || len(stored.EventTypes) != 1 {
+		t.Fatalf("patch: %d %s; stored %+v, %v", r.Status, r.Body, stored, err)
+	}
+}
