@@ -61,8 +61,9 @@ type DeviceFilter struct {
 	// After, when set, starts the page after that place: the previous
 	// page's last device.
 	After *DevicePlace
-	// Limit is the page size as ListLimit makes it; 0 lists every device
-	// (after After).
+	// Limit is the page size as ListLimit makes it. A whole farm is read
+	// page by page (see api's device list), never in one answer, so that
+	// its size bounds no one's memory.
 	Limit int
 }
 

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bufio"
+	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/furrowhq/furrow"
 	"github.com/google/uuid"
@@ -54,9 +57,12 @@ type deviceOut struct {
 // Furrow-Next-Cursor header holds the cursor of the next page while more
 // remain.
 func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
-	f, err := deviceFilter(r)
+	f, whole, err := deviceFilter(r)
 	if err != nil {
 		return err
+	}
+	if whole {
+		return s.writeAllDevices(w, r, f)
 	}
 	devices, next, err := s.Devices.Devices(r.Context(), f)
 	if err != nil {
@@ -65,7 +71,7 @@ func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
 	now := s.Clock.Now()
 	out := make([]deviceOut, 0, len(devices))
 	for _, d := range devices {
-		out = append(out, deviceOut{d.ID, d.Name, d.Status(now, s.cfg.Thresholds), d.LastSeenMs})
+		out = append(out, s.deviceOut(d, now))
 	}
 	if next != nil {
 		w.Header().Set(nextCursorHeader, encodeDeviceCursor(*next))
@@ -74,16 +80,77 @@ func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// deviceOut is d as listed at now.
+func (s *server) deviceOut(d furrow.Device, now time.Time) deviceOut {
+	return deviceOut{d.ID, d.Name, d.Status(now, s.cfg.Thresholds), d.LastSeenMs}
+}
+
 // deviceFilter reads the query of the devices list; malformed is EINVALID.
-func deviceFilter(r *http.Request) (furrow.DeviceFilter, error) {
-	f := furrow.DeviceFilter{FarmID: currentFarm(r)}
-	after, err := queryDeviceCursor(r)
+// whole says that it asks for every device rather than a page.
+func deviceFilter(r *http.Request) (f furrow.DeviceFilter, whole bool, err error) {
+	f = furrow.DeviceFilter{FarmID: currentFarm(r)}
+	if f.After, err = queryDeviceCursor(r); err != nil {
+		return f, false, err
+	}
+	if r.URL.Query().Get("limit") == "" && f.After == nil {
+		return f, true, nil
+	}
+	f.Limit, err = queryLimit(r)
+	return f, false, err
+}
+
+// writeAllDevices answers every device of f's farm as one JSON array,
+// written while it is read a page at a time: a farm of a million devices
+// costs the server a page of memory, not the whole list. A failure before
+// the first device is answered as usual; after it, the status is sent, so
+// the connection is cut before the array closes and no client can take
+// what it got for the whole list.
+func (s *server) writeAllDevices(w http.ResponseWriter, r *http.Request, f furrow.DeviceFilter) error {
+	f.Limit = furrow.MaxListLimit
+	now := s.Clock.Now()
+	var out *bufio.Writer
+	for {
+		page, next, err := s.Devices.Devices(r.Context(), f)
+		if err == nil && out == nil {
+			w.Header()["Content-Type"] = contentTypeJSON
+			w.WriteHeader(http.StatusOK)
+			out = bufio.NewWriterSize(w, 32<<10)
+			err = out.WriteByte('[')
+		}
+		for i := 0; err == nil && i < len(page); i++ {
+			err = s.writeDevice(out, page[i], now, f.After == nil && i == 0)
+		}
+		if err == nil && next == nil {
+			if _, err = out.WriteString("]\n"); err == nil {
+				err = out.Flush()
+			}
+		}
+		switch {
+		case err != nil && out == nil:
+			return err
+		case err != nil:
+			s.Logger.WarnContext(r.Context(), "devices list cut off", "request_id", RequestID(r.Context()),
+				"farm_id", f.FarmID, "error", err)
+			panic(http.ErrAbortHandler)
+		case next == nil:
+			return nil
+		}
+		f.After = next
+	}
+}
+
+// writeDevice writes d as an element of the devices list, after a comma
+// unless it is the first.
+func (s *server) writeDevice(out *bufio.Writer, d furrow.Device, now time.Time, first bool) error {
+	b, err := json.Marshal(s.deviceOut(d, now))
 	if err != nil {
-		return f, err
+		return err
 	}
-	f.After = after
-	if r.URL.Query().Get("limit") != "" || after != nil {
-		f.Limit, err = queryLimit(r)
+	if !first {
+		if err := out.WriteByte(','); err != nil {
+			return err
+		}
 	}
-	return f, err
+	_, err = out.Write(b)
+	return err
 }

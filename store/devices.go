@@ -12,9 +12,12 @@ import (
 
 const deviceColumns = "id, farm_id, name, last_seen_ms, offline_since_ms"
 
+// scanDevice reads a row of deviceColumns. The ids are scanned as
+// [16]byte: a uuid.UUID target would take pgx's sql.Scanner path, a
+// string and a parse each, half the cost of listing a large farm.
 func scanDevice(row pgx.Row) (furrow.Device, error) {
 	var d furrow.Device
-	err := row.Scan(&d.ID, &d.FarmID, &d.Name, &d.LastSeenMs, &d.OfflineSinceMs)
+	err := row.Scan((*[16]byte)(&d.ID), (*[16]byte)(&d.FarmID), &d.Name, &d.LastSeenMs, &d.OfflineSinceMs)
 	return d, err
 }
 
@@ -69,17 +72,14 @@ func (db *DB) DeviceByID(ctx context.Context, id uuid.UUID) (furrow.Device, erro
 // then id; an unknown farm has none. The farm's index on (name, id) serves
 // the order and the place, so a page costs its own rows only.
 func (db *DB) Devices(ctx context.Context, f furrow.DeviceFilter) ([]furrow.Device, *furrow.DevicePlace, error) {
-	limit := 0
-	if f.Limit > 0 {
-		limit = furrow.ListLimit(f.Limit)
-	}
+	limit := furrow.ListLimit(f.Limit)
 	q, args := devicesQuery(f, limit)
 	rows, _ := db.pool.Query(ctx, q, args...)
 	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (furrow.Device, error) { return scanDevice(r) })
 	if err != nil {
 		return nil, nil, translate(err, "list devices", "farm")
 	}
-	if limit == 0 || len(ds) <= limit {
+	if len(ds) <= limit {
 		return ds, nil, nil
 	}
 	next := ds[limit-1].Place()
@@ -87,19 +87,15 @@ func (db *DB) Devices(ctx context.Context, f furrow.DeviceFilter) ([]furrow.Devi
 }
 
 // devicesQuery is the statement of a page of f's devices, limit of them
-// (every one for 0) and one more, which tells whether a page follows.
+// and one more, which tells whether a page follows.
 func devicesQuery(f furrow.DeviceFilter, limit int) (string, []any) {
 	q, args := "SELECT "+deviceColumns+" FROM devices WHERE farm_id = $1", []any{f.FarmID}
 	if f.After != nil {
 		q += " AND (name, id) > ($2, $3)"
 		args = append(args, f.After.Name, f.After.ID)
 	}
-	q += " ORDER BY name, id"
-	if limit > 0 {
-		args = append(args, limit+1)
-		q += fmt.Sprintf(" LIMIT $%d", len(args))
-	}
-	return q, args
+	args = append(args, limit+1)
+	return q + fmt.Sprintf(" ORDER BY name, id LIMIT $%d", len(args)), args
 }
 
 // hashOf is the stored bytes of a secret's hash.

@@ -86,7 +86,9 @@ func ReadingsQuery(f furrow.ReadingFilter) (string, []any) { return readingsQuer
 
 // DevicesQuery is the statement of Devices and its arguments, for plan
 // tests.
-func DevicesQuery(f furrow.DeviceFilter) (string, []any) { return devicesQuery(f, f.Limit) }
+func DevicesQuery(f furrow.DeviceFilter) (string, []any) {
+	return devicesQuery(f, furrow.ListLimit(f.Limit))
+}
 
 // AttemptsQuery is the statement of Attempts and its arguments, for plan
 // tests.

@@ -101,7 +101,7 @@ func (s *Store) Devices(ctx context.Context, f furrow.DeviceFilter) ([]furrow.De
 			}
 		}
 		slices.SortFunc(out, func(a, b furrow.Device) int { return comparePlace(a.Place(), b.Place()) })
-		if n := furrow.ListLimit(f.Limit); f.Limit > 0 && len(out) > n {
+		if n := furrow.ListLimit(f.Limit); len(out) > n {
 			next := out[n-1].Place()
 			return page[furrow.Device, furrow.DevicePlace]{out[:n], &next}, nil
 		}

@@ -128,7 +128,13 @@ func DeviceService(t *testing.T, newSubject New) {
 				_, _, err := e.Devices.CreateDevice(e.ctx, f.ID, fmt.Sprintf("probe-%04d", i))
 				e.must(err)
 			}
-			page, next, err := e.Devices.Devices(e.ctx, furrow.DeviceFilter{FarmID: f.ID, Limit: furrow.MaxListLimit + 5})
+			// No limit is a page of the default size: no list is read whole.
+			page, next, err := e.Devices.Devices(e.ctx, furrow.DeviceFilter{FarmID: f.ID})
+			e.must(err)
+			if len(page) != furrow.DefaultListLimit || next == nil || next.Name != fmt.Sprintf("probe-%04d", furrow.DefaultListLimit-1) {
+				e.t.Fatalf("no limit: %d devices, next %v; want %d", len(page), next, furrow.DefaultListLimit)
+			}
+			page, next, err = e.Devices.Devices(e.ctx, furrow.DeviceFilter{FarmID: f.ID, Limit: furrow.MaxListLimit + 5})
 			e.must(err)
 			if len(page) != furrow.MaxListLimit || next == nil || next.Name != "probe-0999" {
 				e.t.Fatalf("Limit past the most: %d devices, next %v; want %d and probe-0999", len(page), next, furrow.MaxListLimit)
