@@ -52,21 +52,31 @@ func newRequestID() string {
 	return u.String()
 }
 
-// logRequests logs method, path, status and duration of every request. It
-// never logs headers or the query, where credentials could travel.
+// logRequests logs method, path, status and duration of every request,
+// and "aborted" for one whose handler cut the connection after its status
+// was sent (http.ErrAbortHandler). It never logs headers or the query,
+// where credentials could travel.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.Clock.Now()
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		aborted := true // until the handler returns
+		defer func() {
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			// LogAttrs: the same record as InfoContext, without boxing each value.
+			attrs := []slog.Attr{slog.String("request_id", RequestID(r.Context())),
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
+				slog.Int64("duration_ms", s.Clock.Now().Sub(start).Milliseconds())}
+			if aborted {
+				attrs = append(attrs, slog.Bool("aborted", true))
+			}
+			s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+		}()
 		next.ServeHTTP(ww, r)
-		status := ww.Status()
-		if status == 0 {
-			status = http.StatusOK
-		}
-		// LogAttrs: the same record as InfoContext, without boxing each value.
-		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("request_id", RequestID(r.Context())),
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status),
-			slog.Int64("duration_ms", s.Clock.Now().Sub(start).Milliseconds()))
+		aborted = false
 	})
 }
 

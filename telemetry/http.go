@@ -27,8 +27,10 @@ func (m *Metrics) HTTP(next http.Handler) http.Handler {
 		ctx := r.Context()
 		rctx := routeContext(&ctx)
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		// Deferred, so that a response cut off after its status
+		// (http.ErrAbortHandler) is counted too.
+		defer func() { m.observeHTTP(routeOf(rctx), methodLabel(r.Method), ww.Status(), time.Since(start)) }()
 		next.ServeHTTP(ww, r.WithContext(ctx))
-		m.observeHTTP(routeOf(rctx), methodLabel(r.Method), ww.Status(), time.Since(start))
 	})
 }
 

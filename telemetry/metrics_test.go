@@ -83,6 +83,32 @@ func TestHTTPLabelsByRoutePattern(t *testing.T) {
 	}
 }
 
+func TestHTTPCountsAbortedResponses(t *testing.T) {
+	m := New()
+	r := chi.NewRouter()
+	r.Get("/api/farms/{farm}/devices", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "[")
+		panic(http.ErrAbortHandler) // cut off after the status, as net/http allows
+	})
+	srv := httptest.NewServer(m.HTTP(r))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/api/farms/f1/devices")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("the response was not cut off")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(m.httpRequests.WithLabelValues("/api/farms/{farm}/devices", "GET", "200")) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a response cut off after its status is not counted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 type fixedLimiter struct{ allowed bool }
 
 func (f fixedLimiter) Allow(context.Context, string) (furrow.RateDecision, error) {
