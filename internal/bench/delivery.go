@@ -94,6 +94,10 @@ type EngineRatio struct {
 	// k-th, the two run one beside the other. How far these spread is how
 	// far the machine's speed moved during the run.
 	CPUByTurn []float64 `json:"machine_cpu_by_turn,omitempty"`
+	// TurnCost is each side's machine CPU per delivery, in ms, turn by
+	// turn in the order each side ran them: whether a ratio moved with
+	// Furrow's turns or the engine's.
+	TurnCost *TurnCost `json:"machine_cpu_ms_by_turn,omitempty"`
 	// Extra is where Furrow's extra CPU per delivery goes, in ms: Furrow's
 	// run's figure less the engine's for each share (see Cost.shares).
 	Extra map[string]float64 `json:"extra_ms_per_delivery,omitempty"`
@@ -102,6 +106,25 @@ type EngineRatio struct {
 	// less CPU at a higher rate, since Temporal and PostgreSQL batch more
 	// work per wake-up.
 	RatesDiffer bool `json:"rates_differ,omitempty"`
+}
+
+// TurnCost is the machine's CPU per delivery of each turn of each side,
+// in ms.
+type TurnCost struct {
+	Furrow []float64 `json:"furrow"`
+	Engine []float64 `json:"engine"`
+}
+
+// newTurnCost returns the turns' costs of r and e, given in seconds.
+func newTurnCost(r, e rawTurns) *TurnCost {
+	ms := func(s []float64) []float64 {
+		out := make([]float64, len(s))
+		for i, v := range s {
+			out[i] = 1000 * v
+		}
+		return out
+	}
+	return &TurnCost{Furrow: ms(r.cpu), Engine: ms(e.cpu)}
 }
 
 // sameRate is the least Rate at which the two runs' CPU per delivery is
@@ -181,7 +204,7 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 	r.Load, r.Settings = load, settings
 	if eng != nil {
 		r.Engine, r.VsEngine = engineResult, vsEngine(r, *engineResult)
-		r.VsEngine.CPUByTurn = byTurn
+		r.VsEngine.CPUByTurn, r.VsEngine.TurnCost = byTurn, newTurnCost(r.raw, engineResult.raw)
 	}
 	r.StartedServer = target.started
 	if target.pid > 0 {

@@ -79,6 +79,10 @@ func (r DeliveryResult) Print(w io.Writer) {
 		r.Engine.Print(w)
 		fmt.Fprintf(w, "furrow vs bare engine, %d turns each: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's; machine CPU per delivery %.2fx the engine's (turn by turn: %s)\n",
 			r.Turns, r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU, timesList(r.VsEngine.CPUByTurn))
+		if c := r.VsEngine.TurnCost; c != nil {
+			fmt.Fprintf(w, "  machine CPU per delivery turn by turn, in the order each side ran them: Furrow %s ms; the engine %s ms\n",
+				msList(c.Furrow), msList(c.Engine))
+		}
 		printExtra(w, r.VsEngine.Extra)
 		if r.VsEngine.RatesDiffer {
 			fmt.Fprintf(w, "  the runs delivered at different rates (Furrow %.1f/s, the engine %.1f/s), and a delivery costs less CPU at a higher rate: compare the CPU at an offered rate both keep up with\n",
@@ -142,6 +146,14 @@ func timesList(fs []float64) string {
 	parts := make([]string, len(fs))
 	for i, f := range fs {
 		parts[i] = fmt.Sprintf("%.2fx", f)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func msList(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = fmt.Sprintf("%.2f", f)
 	}
 	return strings.Join(parts, ", ")
 }

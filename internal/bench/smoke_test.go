@@ -197,6 +197,9 @@ func TestSmokeDelivery(t *testing.T) {
 			P50    float64            `json:"latency_p50"`
 			CPU    float64            `json:"machine_cpu"`
 			ByTurn []float64          `json:"machine_cpu_by_turn"`
+			Turn   struct {
+				Furrow, Engine []float64
+			} `json:"machine_cpu_ms_by_turn"`
 			Extra  map[string]float64 `json:"extra_ms_per_delivery"`
 		} `json:"vs_engine"`
 		Turns int `json:"turns"`
@@ -239,6 +242,10 @@ func TestSmokeDelivery(t *testing.T) {
 	}
 	if r.Turns != 2 || len(r.VsEngine.ByTurn) != 2 || slices.Contains(r.VsEngine.ByTurn, 0) {
 		t.Errorf("turns %d, CPU by turn %v; want two turns a side, each compared", r.Turns, r.VsEngine.ByTurn)
+	}
+	if tc := r.VsEngine.Turn; len(tc.Furrow) != 2 || len(tc.Engine) != 2 || slices.Contains(tc.Furrow, 0) || slices.Contains(tc.Engine, 0) ||
+		math.Abs(tc.Furrow[0]/tc.Engine[0]-r.VsEngine.ByTurn[0]) > 0.01 {
+		t.Errorf("CPU ms by turn %+v; want two figures a side whose first ratio is the first turn's %v", tc, r.VsEngine.ByTurn)
 	}
 	// The machine's speed was probed before each part of the run and after,
 	// and sampled during each.
