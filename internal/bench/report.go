@@ -78,10 +78,10 @@ func (r DeliveryResult) Print(w io.Writer) {
 	if r.Engine != nil {
 		r.Engine.Print(w)
 		fmt.Fprintf(w, "furrow vs bare engine, %d turns each: delivered rate %.2f of the engine's; latency p50 %.2fx, p99 %.2fx the engine's; machine CPU per delivery %.2fx the engine's (turn by turn: %s)\n",
-			r.Turns, r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU, timesList(r.VsEngine.CPUByTurn))
+			r.Turns, r.VsEngine.Rate, r.VsEngine.P50, r.VsEngine.P99, r.VsEngine.CPU, listOf("%.2fx", r.VsEngine.CPUByTurn))
 		if c := r.VsEngine.TurnCost; c != nil {
 			fmt.Fprintf(w, "  machine CPU per delivery turn by turn, in the order each side ran them: Furrow %s ms; the engine %s ms\n",
-				msList(c.Furrow), msList(c.Engine))
+				listOf("%.2f", c.Furrow), listOf("%.2f", c.Engine))
 		}
 		printExtra(w, r.VsEngine.Extra)
 		if r.VsEngine.RatesDiffer {
@@ -141,19 +141,11 @@ func statusLine(m map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
-// timesList formats fractions to two places, comma-separated.
-func timesList(fs []float64) string {
+// listOf formats each of fs with format, comma-separated.
+func listOf(format string, fs []float64) string {
 	parts := make([]string, len(fs))
 	for i, f := range fs {
-		parts[i] = fmt.Sprintf("%.2fx", f)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func msList(fs []float64) string {
-	parts := make([]string, len(fs))
-	for i, f := range fs {
-		parts[i] = fmt.Sprintf("%.2f", f)
+		parts[i] = fmt.Sprintf(format, f)
 	}
 	return strings.Join(parts, ", ")
 }

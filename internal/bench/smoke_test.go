@@ -193,14 +193,14 @@ func TestSmokeDelivery(t *testing.T) {
 			Latency   summary `json:"delivery_latency"`
 		} `json:"engine"`
 		VsEngine struct {
-			Rate   float64            `json:"rate"`
-			P50    float64            `json:"latency_p50"`
-			CPU    float64            `json:"machine_cpu"`
-			ByTurn []float64          `json:"machine_cpu_by_turn"`
+			Rate   float64   `json:"rate"`
+			P50    float64   `json:"latency_p50"`
+			CPU    float64   `json:"machine_cpu"`
+			ByTurn []float64 `json:"machine_cpu_by_turn"`
 			Turn   struct {
 				Furrow, Engine []float64
 			} `json:"machine_cpu_ms_by_turn"`
-			Extra  map[string]float64 `json:"extra_ms_per_delivery"`
+			Extra map[string]float64 `json:"extra_ms_per_delivery"`
 		} `json:"vs_engine"`
 		Turns int `json:"turns"`
 		Cost  struct {
