@@ -53,6 +53,10 @@ type Event struct {
 	TraceParent string `json:"-"`
 }
 
+// Size is the bytes of the event's data, what a page of the events list
+// counts against MaxPageBytes.
+func (e Event) Size() int { return len(e.Data) }
+
 // OutboxEvent is an event as the outbox just stored it. Pending is the
 // dispatcher's concern, not the envelope's: it is true when a webhook of
 // the event's farm subscribes to the event's type, so that waking the

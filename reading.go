@@ -27,6 +27,10 @@ type Reading struct {
 	FarmID uuid.UUID
 }
 
+// Size is the bytes of the reading's value, what a page of the readings
+// list counts against MaxPageBytes.
+func (r Reading) Size() int { return len(r.Value) }
+
 // Validate checks the values a device sends: a metric id from 1 to
 // 2147483647, and a value of 1 to MaxValueBytes bytes of UTF-8 text
 // without NUL characters (PostgreSQL text cannot hold NUL). Every failure is

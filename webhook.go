@@ -82,3 +82,7 @@ type Attempt struct {
 	// sent. It never holds a secret.
 	SignedWith []int `json:"signed_with"`
 }
+
+// Size is the bytes of the attempt's response body and error, what a page
+// of the delivery log counts against MaxPageBytes.
+func (a Attempt) Size() int { return len(a.ResponseBody) + len(a.Error) }

@@ -85,19 +85,28 @@ type jsonAppender interface {
 // only reads it.
 var contentTypeJSON = []string{"application/json"}
 
-// writeJSON writes v as a JSON response with status.
+// writeJSON writes v as a JSON response with status, ended by a newline.
+// The newline of a marshalled answer is a write of its own: appending it
+// would copy a large body whole.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var b []byte
+	var b, end []byte
 	if a, ok := v.(jsonAppender); ok {
-		b = a.AppendJSON(make([]byte, 0, 256))
+		b = append(a.AppendJSON(make([]byte, 0, 256)), '\n')
 	} else {
 		var err error
 		if b, err = json.Marshal(v); err != nil {
 			status = http.StatusInternalServerError
 			b = []byte(`{"error":"internal_error","reason":"The server could not encode the response."}`)
 		}
+		end = newline
 	}
 	w.Header()["Content-Type"] = contentTypeJSON
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
+	if end != nil {
+		_, _ = w.Write(end)
+	}
 }
+
+// newline ends a marshalled JSON answer.
+var newline = []byte{'\n'}

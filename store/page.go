@@ -25,22 +25,26 @@ func newestFirst(q string, args []any, at string, before *furrow.Cursor, limit i
 
 // collectPage reads a page of one of the lists from rows, whose first
 // column is seq and whose query asked for limit+1 rows (one more tells
-// whether a page follows): the rows as scan reads their other columns, at
-// most limit, and the cursor of the next page, placed by at (nil when no
-// row is left).
-func collectPage[T any](rows pgx.Rows, limit int, scan func(pgx.Row) (T, error), at func(T) int64) ([]T, *furrow.Cursor, error) {
-	seqs := make([]int64, 0, limit+1)
-	page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) {
+// whether a page follows): the rows as scan reads their other columns, as
+// many as furrow.PageFull lets in, and the cursor of the next page, placed
+// by at (nil when no row is left). The rows a page leaves out are read
+// from the connection and dropped, one at a time.
+func collectPage[T furrow.Sized](rows pgx.Rows, limit int, scan func(pgx.Row) (T, error), at func(T) int64) ([]T, *furrow.Cursor, error) {
+	defer rows.Close()
+	page, size := []T{}, 0
+	var last int64 // the seq of page's last row
+	for rows.Next() {
+		if furrow.PageFull(len(page), limit, size) {
+			return page, &furrow.Cursor{TimestampMs: at(page[len(page)-1]), Seq: last}, nil
+		}
 		var seq int64
-		v, err := scan(seqFirst{r, &seq})
-		seqs = append(seqs, seq)
-		return v, err
-	})
-	if err != nil || len(page) <= limit {
-		return page, nil, err
+		v, err := scan(seqFirst{rows, &seq})
+		if err != nil {
+			return nil, nil, err
+		}
+		page, last, size = append(page, v), seq, size+v.Size()
 	}
-	page = page[:limit]
-	return page, &furrow.Cursor{TimestampMs: at(page[limit-1]), Seq: seqs[limit-1]}, nil
+	return page, nil, rows.Err()
 }
 
 // seqFirst is a row whose first column, seq, goes to its own destination

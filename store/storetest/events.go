@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +93,7 @@ func EventService(t *testing.T, newSubject New) {
 				}
 			}
 		},
+		"ListPageBytes": listPageBytes,
 		"ListNewestFirstFiltered": func(e *env) {
 			f, _ := e.farm()
 			other, _ := e.farm()
@@ -113,6 +115,47 @@ func EventService(t *testing.T, newSubject New) {
 			}
 		},
 	})
+}
+
+// listPageBytes stores events of about 60 KB of data, a few more than
+// furrow.MaxPageBytes holds, and checks that a page of the most rows ends
+// at the first event that brings its data to the bound, with a cursor, and
+// that the next page holds the rest: every event once, newest first.
+func listPageBytes(e *env) {
+	f, _ := e.farm()
+	data := json.RawMessage(`{"blob":"` + strings.Repeat("x", 60<<10) + `"}`)
+	var ids []string // newest first
+	var per int      // the bytes of an event's data as listed
+	for i := 0; i == 0 || i < furrow.MaxPageBytes/per+3; i++ {
+		ev, err := e.Events.CreateEvent(e.ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: f.ID, Data: data})
+		e.must(err)
+		ids = append([]string{ev.ID}, ids...)
+		if i == 0 {
+			got, err := e.Events.Event(e.ctx, ev.ID)
+			e.must(err)
+			per = got.Size()
+		}
+	}
+	first := (furrow.MaxPageBytes + per - 1) / per // the rows whose data reaches the bound
+	var got []string
+	var pages []int
+	filter := furrow.EventFilter{FarmID: f.ID, Limit: furrow.MaxListLimit}
+	for {
+		es, next, err := e.Events.Events(e.ctx, filter)
+		e.must(err)
+		pages = append(pages, len(es))
+		for _, ev := range es {
+			got = append(got, ev.ID)
+		}
+		if next == nil || len(pages) > 2 {
+			break
+		}
+		filter.Before = next
+	}
+	if !reflect.DeepEqual(pages, []int{first, len(ids) - first}) || !reflect.DeepEqual(got, ids) {
+		e.t.Fatalf("%d events of %d bytes came in pages of %v, want %d then %d, each event once newest first",
+			len(ids), per, pages, first, len(ids)-first)
+	}
 }
 
 // listAcrossDays stores events on both sides of UTC midnights, where a
