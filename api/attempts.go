@@ -88,20 +88,37 @@ func (s *server) oneEvent(r *http.Request, wh furrow.Webhook, id string) ([]furr
 	return []furrow.Event{e}, nil
 }
 
+// eventsUpTo lists the events of f, following the cursors, when there are
+// at most n of them. More would leave the oldest unsent, so they are
+// refused (EINVALID). A page ends at n events or, with large ones, sooner
+// (furrow.MaxPageBytes).
+func (s *server) eventsUpTo(r *http.Request, f furrow.EventFilter, n int) ([]furrow.Event, error) {
+	var all []furrow.Event
+	for f.Limit = n; ; f.Limit = n - len(all) {
+		page, next, err := s.Events.Events(r.Context(), f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		switch {
+		case next == nil:
+			return all, nil
+		case len(all) >= n:
+			return nil, furrow.Errorf(furrow.EINVALID, "More than %d events occurred since since_ms; choose a later since_ms.", n)
+		}
+		f.Before = next
+	}
+}
+
 // eventsSince loads the farm's events since sinceMs that the webhook
 // subscribes to, at most maxRedeliver of them.
 func (s *server) eventsSince(r *http.Request, wh furrow.Webhook, sinceMs int64) ([]furrow.Event, error) {
 	if sinceMs < 0 {
 		return nil, furrow.Errorf(furrow.EINVALID, "The field since_ms must not be negative.")
 	}
-	all, more, err := s.Events.Events(r.Context(), furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs, Limit: maxRedeliver})
+	all, err := s.eventsUpTo(r, furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs}, maxRedeliver)
 	if err != nil {
 		return nil, err
-	}
-	// The store lists at most maxRedeliver events a page: a next page says
-	// that more occurred, and the oldest would otherwise go unsent.
-	if more != nil {
-		return nil, furrow.Errorf(furrow.EINVALID, "More than %d events occurred since since_ms; choose a later since_ms.", maxRedeliver)
 	}
 	var events []furrow.Event
 	for _, e := range all {

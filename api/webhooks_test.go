@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -225,6 +226,31 @@ func TestRedeliver(t *testing.T) {
 	expectError(t, h.user(h.manager, "POST", path, `{"since_ms":1000}`), 400, furrow.EINVALID, "More than 1000 events")
 	if len(h.engine.redelivered) != before {
 		t.Fatal("a redelivery of too many events started deliveries")
+	}
+}
+
+// Events large enough that a page of the list ends before maxRedeliver of
+// them are still redelivered together, not refused as too many.
+func TestRedeliverLargeEvents(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://example.com/a","event_types":["trigger.fired"]}`)
+	data := json.RawMessage(`{"blob":"` + strings.Repeat("x", 60<<10) + `"}`)
+	n := furrow.MaxPageBytes/len(data) + 5
+	for i := range n {
+		if _, err := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 1000 + int64(i), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := h.user(h.manager, "POST", h.farmPath("/webhooks/"+w.ID.String()+"/redeliver"), `{"since_ms":1000}`)
+	if want := fmt.Sprintf(`{"count":%d}`, n); r.Status != http.StatusAccepted || strings.TrimSpace(r.Body) != want {
+		t.Fatalf("%d events of %d bytes since: %d %s, want 202 %s", n, len(data), r.Status, r.Body, want)
+	}
+	seen := map[int64]bool{}
+	for _, e := range h.engine.redelivered {
+		seen[e.OccurredAtMs] = true
+	}
+	if len(h.engine.redelivered) != n || len(seen) != n || !seen[1000] || !seen[1000+int64(n-1)] {
+		t.Fatalf("redelivered %d events, %d of them distinct; want each of the %d once", len(h.engine.redelivered), len(seen), n)
 	}
 }
 
