@@ -102,10 +102,14 @@ func storableText(s string) string {
 // continues from a cursor returned earlier. Limit defaults to 100 and is
 // capped at 1000. The cursor returned is nil when no attempt is left.
 func (db *DB) Attempts(ctx context.Context, f furrow.AttemptFilter) ([]furrow.Attempt, *furrow.Cursor, error) {
-	limit := furrow.ListLimit(f.Limit)
-	q, args := attemptsQuery(f, limit+1) // One more tells whether a page follows.
-	rows, _ := db.pool.Query(ctx, q, args...)
-	as, next, err := collectPage(rows, limit, scanAttempt, func(a furrow.Attempt) int64 { return a.AtMs })
+	// An answer is kept to furrow.MaxResponseBody: the page is one
+	// statement.
+	as, next, err := readPage(ctx, db, furrow.ListLimit(f.Limit), 0, f.Before,
+		func(before *furrow.Cursor, n int) (string, []any) {
+			g := f
+			g.Before = before
+			return attemptsQuery(g, n)
+		}, scanAttempt, func(a furrow.Attempt) int64 { return a.AtMs })
 	if err != nil {
 		return nil, nil, translate(err, "list attempts", "webhook")
 	}

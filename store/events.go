@@ -246,10 +246,16 @@ func (db *DB) eventSQL(u uuid.UUID) (q string, named bool) {
 // returned earlier. Limit defaults to 100 and is capped at 1000. The
 // cursor returned is nil when no event is left.
 func (db *DB) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event, *furrow.Cursor, error) {
-	limit := furrow.ListLimit(f.Limit)
-	q, args := eventsQuery(f, limit+1) // One more tells whether a page follows.
-	rows, _ := db.pool.Query(ctx, q, args...)
-	es, next, err := collectPage(rows, limit, scanEvent, func(e furrow.Event) int64 { return e.OccurredAtMs })
+	// An event's data may be as large as a request's body, so a page of
+	// large events ends after some tens of them (furrow.MaxPageBytes): the
+	// page is read a default page at a time, growing, rather than ask
+	// PostgreSQL for a thousand rows that it may leave.
+	es, next, err := readPage(ctx, db, furrow.ListLimit(f.Limit), furrow.DefaultListLimit, f.Before,
+		func(before *furrow.Cursor, n int) (string, []any) {
+			g := f
+			g.Before = before
+			return eventsQuery(g, n)
+		}, scanEvent, func(e furrow.Event) int64 { return e.OccurredAtMs })
 	if err != nil {
 		return nil, nil, translate(err, "list events", "farm")
 	}

@@ -16,14 +16,17 @@ import (
 // arrive. Limit defaults to 100 and is capped at 1000. The cursor returned
 // is nil when no reading is left.
 func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
-	limit := furrow.ListLimit(f.Limit)
-	q, args := readingsQuery(f, limit+1) // One more tells whether a page follows.
-	rows, _ := db.pool.Query(ctx, q, args...)
-	rs, next, err := collectPage(rows, limit, func(r pgx.Row) (furrow.Reading, error) {
-		var x furrow.Reading
-		err := r.Scan(&x.DeviceID, &x.FarmID, &x.MetricID, &x.Value, &x.Timestamp)
-		return x, err
-	}, func(r furrow.Reading) int64 { return r.Timestamp })
+	// A value is at most furrow.MaxValueBytes: the page is one statement.
+	rs, next, err := readPage(ctx, db, furrow.ListLimit(f.Limit), 0, f.Before,
+		func(before *furrow.Cursor, n int) (string, []any) {
+			g := f
+			g.Before = before
+			return readingsQuery(g, n)
+		}, func(r pgx.Row) (furrow.Reading, error) {
+			var x furrow.Reading
+			err := r.Scan(&x.DeviceID, &x.FarmID, &x.MetricID, &x.Value, &x.Timestamp)
+			return x, err
+		}, func(r furrow.Reading) int64 { return r.Timestamp })
 	if err != nil {
 		return nil, nil, translate(err, "list readings", "farm")
 	}

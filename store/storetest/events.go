@@ -94,6 +94,7 @@ func EventService(t *testing.T, newSubject New) {
 			}
 		},
 		"ListPageBytes": listPageBytes,
+		"ListPageOfTheMost": listPageOfTheMost,
 		"ListNewestFirstFiltered": func(e *env) {
 			f, _ := e.farm()
 			other, _ := e.farm()
@@ -155,6 +156,38 @@ func listPageBytes(e *env) {
 	if !reflect.DeepEqual(pages, []int{first, len(ids) - first}) || !reflect.DeepEqual(got, ids) {
 		e.t.Fatalf("%d events of %d bytes came in pages of %v, want %d then %d, each event once newest first",
 			len(ids), per, pages, first, len(ids)-first)
+	}
+}
+
+// listPageOfTheMost stores one event more than a page holds at most, some
+// at the same millisecond, and checks that a page of furrow.MaxListLimit
+// holds the newest of them in order, however the store reads it, and that
+// the next page holds the oldest alone.
+func listPageOfTheMost(e *env) {
+	f, _ := e.farm()
+	var ids []string // newest first
+	for i := range furrow.MaxListLimit + 1 {
+		ev, err := e.Events.CreateEvent(e.ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: f.ID, Data: json.RawMessage(`{}`)})
+		e.must(err)
+		ids = append([]string{ev.ID}, ids...)
+		if i%7 == 0 {
+			e.clock.Advance(time.Millisecond)
+		}
+	}
+	es, next, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Limit: furrow.MaxListLimit})
+	e.must(err)
+	if len(es) != furrow.MaxListLimit || next == nil {
+		e.t.Fatalf("a page of the most: %d events, cursor %v; want %d and a cursor", len(es), next, furrow.MaxListLimit)
+	}
+	for i, ev := range es {
+		if ev.ID != ids[i] {
+			e.t.Fatalf("event %d of the page is %s, want %s", i, ev.ID, ids[i])
+		}
+	}
+	rest, next, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID, Limit: furrow.MaxListLimit, Before: next})
+	e.must(err)
+	if len(rest) != 1 || rest[0].ID != ids[furrow.MaxListLimit] || next != nil {
+		e.t.Fatalf("the next page: %d events, cursor %v; want the oldest alone", len(rest), next)
 	}
 }
 
