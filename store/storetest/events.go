@@ -93,7 +93,7 @@ func EventService(t *testing.T, newSubject New) {
 				}
 			}
 		},
-		"ListPageBytes": listPageBytes,
+		"ListPageBytes":     listPageBytes,
 		"ListPageOfTheMost": listPageOfTheMost,
 		"ListNewestFirstFiltered": func(e *env) {
 			f, _ := e.farm()
