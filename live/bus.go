@@ -16,6 +16,11 @@ const (
 	// queueSize bounds the messages waiting to be published; beyond it
 	// Publish drops, so that ingestion never waits on the bus.
 	queueSize = 4096
+	// queueBytes bounds the bytes of the values and data of the messages
+	// waiting to be published, as queueSize bounds their number: an app
+	// event may carry a request body's worth, and 4,096 of them, held while
+	// the transport is slow, would take a quarter of a gigabyte.
+	queueBytes = 16 << 20
 	// batchSize bounds the messages sent to the transport at once (one
 	// Redis pipeline).
 	batchSize = 128
@@ -60,7 +65,8 @@ type Bus struct {
 	log    *slog.Logger
 	warn   *rateLog
 
-	subMu     sync.Mutex // serialises watch and unwatch, keeping their order
+	subMu     sync.Mutex   // serialises watch and unwatch, keeping their order
+	queued    atomic.Int64 // the sizes of the messages queued or being sent
 	dropped   atomic.Uint64
 	published atomic.Uint64
 
@@ -83,7 +89,8 @@ func newBus(h *hub, tr transport, queue int, linger time.Duration, log *slog.Log
 }
 
 // Publish queues a reading for its two topics. It never blocks and never
-// fails: when the queue is full the reading is dropped and counted. A
+// fails: when the queue is full (queueSize messages, or queueBytes of
+// values and data) the reading is dropped and counted. A
 // reading of a farm that no socket watches is counted as published and
 // goes no further.
 func (b *Bus) Publish(r furrow.LiveReading) { b.enqueue(r.FarmID, message{reading: r}) }
@@ -97,9 +104,16 @@ func (b *Bus) enqueue(farm uuid.UUID, m message) {
 		b.published.Add(1)
 		return
 	}
+	n := int64(m.size())
+	if b.queued.Add(n) > queueBytes {
+		b.queued.Add(-n)
+		b.drop(1, "live: publish queue full, message dropped", nil)
+		return
+	}
 	select {
 	case b.queue <- m:
 	default:
+		b.queued.Add(-n)
 		b.drop(1, "live: publish queue full, message dropped", nil)
 	}
 }
@@ -175,6 +189,7 @@ func (b *Bus) pump() {
 			ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 			err := b.tr.send(ctx, batch)
 			cancel()
+			b.queued.Add(-sizeOf(batch))
 			if err != nil {
 				b.drop(len(batch), "live: publish failed, messages dropped", err)
 			} else {

@@ -2,6 +2,8 @@ package live
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +42,54 @@ func TestPublishDropsWhenFull(t *testing.T) {
 	}
 	if d := b.Dropped(); d != 96 {
 		t.Fatalf("dropped %d of 100 with a queue of 4, want 96", d)
+	}
+}
+
+// gateTransport holds every send until open is closed.
+type gateTransport struct {
+	memoryTransport
+	open chan struct{}
+}
+
+func (g gateTransport) send(ctx context.Context, _ []message) error {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// TestPublishBoundsQueuedBytes checks that large events wait to be
+// published up to queueBytes of data, the rest dropped and counted, and
+// that the bytes are free again once sent.
+func TestPublishBoundsQueuedBytes(t *testing.T) {
+	tr := gateTransport{memoryTransport{newHub()}, make(chan struct{})}
+	b := newBus(tr.hub, tr, queueSize, 0, nil)
+	defer b.Close()
+	e := furrow.Event{FarmID: uuid.New(), Data: json.RawMessage(`"` + strings.Repeat("x", 60<<10) + `"`)}
+	n, held := 2*queueBytes/e.Size(), queueBytes/e.Size()
+	for range n {
+		b.PublishEvent(e)
+	}
+	if d := b.Dropped(); d != uint64(n-held) {
+		t.Fatalf("dropped %d of %d events of %d bytes, want %d: %d MiB held", d, n, e.Size(), n-held, queueBytes>>20)
+	}
+	close(tr.open)
+	waitPublished(t, b, uint64(held))
+	b.PublishEvent(e)
+	waitPublished(t, b, uint64(held+1))
+	if d := b.Dropped(); d != uint64(n-held) {
+		t.Fatalf("an event published once the queue was sent was dropped: %d dropped", d)
+	}
+}
+
+// waitPublished waits up to 5 s for b to have published n messages.
+func waitPublished(t *testing.T, b *Bus, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); b.Published() < n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("published %d, want %d", b.Published(), n)
+		}
 	}
 }
 

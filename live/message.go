@@ -13,6 +13,24 @@ type message struct {
 	event   *furrow.Event
 }
 
+// size is the bytes of the message's value or data, what the bus's queue
+// counts against queueBytes.
+func (m message) size() int {
+	if m.event != nil {
+		return m.event.Size()
+	}
+	return m.reading.Size()
+}
+
+// sizeOf is the sum of the messages' sizes.
+func sizeOf(batch []message) int64 {
+	var n int64
+	for _, m := range batch {
+		n += int64(m.size())
+	}
+	return n
+}
+
 // topics returns the topics the message goes to.
 func (m message) topics() []Topic {
 	if m.event != nil {
