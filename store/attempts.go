@@ -105,23 +105,21 @@ func (db *DB) Attempts(ctx context.Context, f furrow.AttemptFilter) ([]furrow.At
 	// An answer is kept to furrow.MaxResponseBody: the page is one
 	// statement.
 	as, next, err := readPage(ctx, db, furrow.ListLimit(f.Limit), 0, f.Before,
-		func(before *furrow.Cursor, n int) (string, []any) {
-			g := f
-			g.Before = before
-			return attemptsQuery(g, n)
-		}, scanAttempt, func(a furrow.Attempt) int64 { return a.AtMs })
+		func(before *furrow.Cursor, n int) (string, []any) { return attemptsQuery(f, before, n) },
+		scanAttempt, func(a furrow.Attempt) int64 { return a.AtMs })
 	if err != nil {
 		return nil, nil, translate(err, "list attempts", "webhook")
 	}
 	return as, next, nil
 }
 
-// attemptsQuery is the statement of Attempts and its arguments.
-func attemptsQuery(f furrow.AttemptFilter, limit int) (string, []any) {
+// attemptsQuery is the statement of Attempts and its arguments, for limit
+// rows before the cursor before (f.Before is the first page's).
+func attemptsQuery(f furrow.AttemptFilter, before *furrow.Cursor, limit int) (string, []any) {
 	q := `SELECT seq, delivery_id, webhook_id, event_id, attempt, status_code,
 		response_body, error, duration_ms, at_ms, signed_with
 		FROM delivery_attempts WHERE webhook_id = $1`
-	return newestFirst(q, []any{f.WebhookID}, "at_ms", f.Before, limit)
+	return newestFirst(q, []any{f.WebhookID}, "at_ms", before, limit)
 }
 
 // scanAttempt reads a row of the delivery log.

@@ -184,11 +184,12 @@ func validEvent(e furrow.Event) (uuid.UUID, error) {
 	return id, nil
 }
 
-// eventsQuery is the statement of Events and its arguments. A type other
+// eventsQuery is the statement of Events and its arguments, for limit rows
+// before the cursor before (f.Before is the first page's). A type other
 // than metric.value is also written as not metric.value, in the words of
 // the index of other types (migration 0017), so that even a generic plan
 // may read it; metric.value is found through the farm's index.
-func eventsQuery(f furrow.EventFilter, limit int) (string, []any) {
+func eventsQuery(f furrow.EventFilter, before *furrow.Cursor, limit int) (string, []any) {
 	q := "SELECT seq, " + eventColumns + " FROM events WHERE farm_id = $1"
 	args := []any{f.FarmID}
 	if f.Type != "" {
@@ -202,7 +203,7 @@ func eventsQuery(f furrow.EventFilter, limit int) (string, []any) {
 		args = append(args, *f.SinceMs)
 		q += fmt.Sprintf(" AND occurred_at_ms >= $%d", len(args))
 	}
-	return newestFirst(q, args, "occurred_at_ms", f.Before, limit)
+	return newestFirst(q, args, "occurred_at_ms", before, limit)
 }
 
 // Event returns one event by its evt_<uuid> id; a malformed id is
@@ -251,11 +252,8 @@ func (db *DB) Events(ctx context.Context, f furrow.EventFilter) ([]furrow.Event,
 	// page is read a default page at a time, growing, rather than ask
 	// PostgreSQL for a thousand rows that it may leave.
 	es, next, err := readPage(ctx, db, furrow.ListLimit(f.Limit), furrow.DefaultListLimit, f.Before,
-		func(before *furrow.Cursor, n int) (string, []any) {
-			g := f
-			g.Before = before
-			return eventsQuery(g, n)
-		}, scanEvent, func(e furrow.Event) int64 { return e.OccurredAtMs })
+		func(before *furrow.Cursor, n int) (string, []any) { return eventsQuery(f, before, n) },
+		scanEvent, func(e furrow.Event) int64 { return e.OccurredAtMs })
 	if err != nil {
 		return nil, nil, translate(err, "list events", "farm")
 	}

@@ -78,11 +78,13 @@ func WriteReadingLate(ctx context.Context, db *DB, r furrow.Reading) (furrow.Out
 }
 
 // EventsQuery is the statement of Events and its arguments, for plan tests.
-func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f, f.Limit) }
+func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f, f.Before, f.Limit) }
 
 // ReadingsQuery is the statement of Readings and its arguments, for plan
 // tests.
-func ReadingsQuery(f furrow.ReadingFilter) (string, []any) { return readingsQuery(f, f.Limit) }
+func ReadingsQuery(f furrow.ReadingFilter) (string, []any) {
+	return readingsQuery(f, f.Before, f.Limit)
+}
 
 // DevicesQuery is the statement of Devices and its arguments, for plan
 // tests.
@@ -92,7 +94,9 @@ func DevicesQuery(f furrow.DeviceFilter) (string, []any) {
 
 // AttemptsQuery is the statement of Attempts and its arguments, for plan
 // tests.
-func AttemptsQuery(f furrow.AttemptFilter) (string, []any) { return attemptsQuery(f, f.Limit) }
+func AttemptsQuery(f furrow.AttemptFilter) (string, []any) {
+	return attemptsQuery(f, f.Before, f.Limit)
+}
 
 // WriterPlans returns how many times the reading writers' connection has
 // planned their statement generically and custom-made, from

@@ -18,11 +18,8 @@ import (
 func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
 	// A value is at most furrow.MaxValueBytes: the page is one statement.
 	rs, next, err := readPage(ctx, db, furrow.ListLimit(f.Limit), 0, f.Before,
-		func(before *furrow.Cursor, n int) (string, []any) {
-			g := f
-			g.Before = before
-			return readingsQuery(g, n)
-		}, func(r pgx.Row) (furrow.Reading, error) {
+		func(before *furrow.Cursor, n int) (string, []any) { return readingsQuery(f, before, n) },
+		func(r pgx.Row) (furrow.Reading, error) {
 			var x furrow.Reading
 			err := r.Scan(&x.DeviceID, &x.FarmID, &x.MetricID, &x.Value, &x.Timestamp)
 			return x, err
@@ -33,9 +30,10 @@ func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Re
 	return rs, next, nil
 }
 
-// readingsQuery builds the query of f with only the conditions in use, so
-// that the planner picks the farm or the device-metric index.
-func readingsQuery(f furrow.ReadingFilter, limit int) (string, []any) {
+// readingsQuery builds the query of f, for limit rows before the cursor
+// before (f.Before is the first page's), with only the conditions in use,
+// so that the planner picks the farm or the device-metric index.
+func readingsQuery(f furrow.ReadingFilter, before *furrow.Cursor, limit int) (string, []any) {
 	q := "SELECT seq, device_id, farm_id, metric_id, value, ts_ms FROM readings WHERE farm_id = $1"
 	args := []any{f.FarmID}
 	cond := func(format string, vs ...any) {
@@ -55,7 +53,7 @@ func readingsQuery(f furrow.ReadingFilter, limit int) (string, []any) {
 	if f.SinceMs != nil {
 		cond(" AND ts_ms >= $%d", *f.SinceMs)
 	}
-	return newestFirst(q, args, "ts_ms", f.Before, limit)
+	return newestFirst(q, args, "ts_ms", before, limit)
 }
 
 // PruneReadings creates the partitions of readings for the next days and,
