@@ -8,42 +8,47 @@ import (
 	"github.com/furrowhq/furrow/safehttp"
 )
 
-// optionalRate is the max_per_second field of a PATCH: absent, null
-// (unlimited) or a number.
-type optionalRate struct {
+// nullable is a field of a PATCH body: absent (set false), null (set, v
+// nil) or a value, so that null can mean something of its own.
+type nullable[T any] struct {
 	set bool
-	v   *float64
+	v   *T
 }
 
 // UnmarshalJSON is called for a present field, null included.
-func (o *optionalRate) UnmarshalJSON(b []byte) error {
-	o.set = true
-	if err := json.Unmarshal(b, &o.v); err != nil {
-		return furrow.Errorf(furrow.EINVALID, "The field max_per_second must be a number or null.")
-	}
-	return nil
+func (n *nullable[T]) UnmarshalJSON(b []byte) error {
+	n.set = true
+	return json.Unmarshal(b, &n.v)
 }
 
 // updateWebhook changes a webhook's url, event types or delivery rate:
-// 200 with the webhook. Fields left out stay as they are; max_per_second
-// null makes the rate unlimited.
+// 200 with the webhook. Fields left out stay as they are; null sets a
+// field back to its default (event_types: the default types;
+// max_per_second: unlimited), and url cannot be null.
 func (s *server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
-		URL          *string      `json:"url"`
-		EventTypes   *[]string    `json:"event_types"`
-		MaxPerSecond optionalRate `json:"max_per_second"`
+		URL          nullable[string]   `json:"url"`
+		EventTypes   nullable[[]string] `json:"event_types"`
+		MaxPerSecond nullable[float64]  `json:"max_per_second"`
 	}
 	if err := s.decodeBody(w, r, &in); err != nil {
 		return err
 	}
-	p := furrow.WebhookPatch{URL: in.URL, SetMaxPerSecond: in.MaxPerSecond.set, MaxPerSecond: in.MaxPerSecond.v}
-	if in.URL != nil {
-		if err := safehttp.ValidateURL(*in.URL, s.cfg.AllowPrivateWebhooks); err != nil {
+	p := furrow.WebhookPatch{URL: in.URL.v, SetMaxPerSecond: in.MaxPerSecond.set, MaxPerSecond: in.MaxPerSecond.v}
+	if in.URL.set && in.URL.v == nil {
+		return furrow.Errorf(furrow.EINVALID, "The field url cannot be null: a webhook always has an endpoint.")
+	}
+	if in.URL.v != nil {
+		if err := safehttp.ValidateURL(*in.URL.v, s.cfg.AllowPrivateWebhooks); err != nil {
 			return err
 		}
 	}
-	if in.EventTypes != nil {
-		types, err := eventTypes(*in.EventTypes)
+	if in.EventTypes.set {
+		var listed []string
+		if in.EventTypes.v != nil {
+			listed = *in.EventTypes.v
+		}
+		types, err := eventTypes(listed)
 		if err != nil {
 			return err
 		}

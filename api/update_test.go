@@ -66,3 +66,39 @@ func TestWebhookPatchLeavesStateAndSecret(t *testing.T) {
 		t.Fatalf("patch: %d %s; stored %+v, %v", r.Status, r.Body, stored, err)
 	}
 }
+
+// null in a PATCH sets a field back to its default; a webhook's url has
+// none, so null there is refused and changes nothing.
+func TestWebhookPatchNull(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://hooks.example.com/in","event_types":["trigger.fired"],"max_per_second":5}`)
+	path := h.farmPath("/webhooks/" + w.ID.String())
+	expectError(t, h.user(h.manager, "PATCH", path, `{"url":null,"event_types":null}`), http.StatusBadRequest, furrow.EINVALID, "url cannot be null")
+	if stored, _ := h.store.WebhookByID(t.Context(), w.ID); stored.URL != w.URL || len(stored.EventTypes) != 1 {
+		t.Fatalf("a refused patch changed the webhook: %+v", stored)
+	}
+	r := h.user(h.manager, "PATCH", path, `{"event_types":null}`)
+	if r.Status != http.StatusOK || !strings.Contains(r.Body, `"event_types":[]`) || !strings.Contains(r.Body, `"max_per_second":5`) {
+		t.Fatalf("event_types null: %d %s", r.Status, r.Body)
+	}
+	stored, _ := h.store.WebhookByID(t.Context(), w.ID)
+	if len(stored.EventTypes) != 0 || !stored.Subscribes(furrow.EventMetricValue) {
+		t.Fatalf("event_types null stored %v, want the default types", stored.EventTypes)
+	}
+}
+
+// A field of the wrong type is named in the error.
+func TestWebhookPatchWrongTypes(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://hooks.example.com/in"}`)
+	path := h.farmPath("/webhooks/" + w.ID.String())
+	for body, want := range map[string]string{
+		`{"url":5}`:              "The field url must be a string.",
+		`{"event_types":"a"}`:    "The field event_types must be a list.",
+		`{"event_types":[1]}`:    "The field event_types",
+		`{"max_per_second":"5"}`: "The field max_per_second must be a number.",
+		`{"max_per_second":[5]}`: "The field max_per_second must be a number.",
+	} {
+		expectError(t, h.user(h.manager, "PATCH", path, body), http.StatusBadRequest, furrow.EINVALID, want)
+	}
+}
