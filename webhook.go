@@ -9,6 +9,16 @@ import (
 // WebhookSecretPrefix starts every webhook signing secret.
 const WebhookSecretPrefix = "whsec_"
 
+// MaxWebhooksPerFarm bounds a farm's webhooks. Every event of a farm starts
+// a delivery workflow for each webhook subscribed to it, so the bound keeps
+// what one event can cost within reach.
+const MaxWebhooksPerFarm = 100
+
+// ErrTooManyWebhooks refuses a webhook beyond MaxWebhooksPerFarm.
+func ErrTooManyWebhooks() error {
+	return Errorf(ECONFLICT, "The farm has %d webhooks, the most it can have: delete one before creating another.", MaxWebhooksPerFarm)
+}
+
 // Webhook is a user-registered HTTPS endpoint that receives a farm's events.
 // Secret signs deliveries; it is re-readable by managers but never enters
 // logs, workflow inputs or the attempt log.

@@ -268,3 +268,22 @@ func TestEnableWebhookWaitsWithinTheRequestDeadline(t *testing.T) {
 		t.Fatalf("status %d %s, want 202", r.Status, r.Body)
 	}
 }
+
+// A farm past MaxWebhooksPerFarm is refused with 409, and a deletion frees
+// a place.
+func TestWebhooksPerFarmBound(t *testing.T) {
+	h := newHarness(t)
+	var first furrow.Webhook
+	for i := range furrow.MaxWebhooksPerFarm {
+		w := h.createHook(`{"url":"https://hooks.example.com/in"}`)
+		if i == 0 {
+			first = w
+		}
+	}
+	expectError(t, h.user(h.manager, "POST", h.farmPath("/webhooks"), `{"url":"https://hooks.example.com/in"}`),
+		http.StatusConflict, furrow.ECONFLICT, "the most it can have")
+	if r := h.user(h.manager, "DELETE", h.farmPath("/webhooks/"+first.ID.String()), ""); r.Status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	h.createHook(`{"url":"https://hooks.example.com/in"}`)
+}

@@ -65,7 +65,8 @@ func (db *DB) clearExpired(ctx context.Context, ids []uuid.UUID) {
 
 // CreateWebhook stores w as given (a nil ID gets a new one; no transition
 // yet) and returns it; nil or empty EventTypes means the default types. An
-// unknown farm is ENOTFOUND, a taken id ECONFLICT.
+// unknown farm is ENOTFOUND, a taken id or a farm that has
+// MaxWebhooksPerFarm already ECONFLICT.
 func (db *DB) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webhook, error) {
 	if w.ID == uuid.Nil {
 		w.ID = uuid.New()
@@ -76,14 +77,31 @@ func (db *DB) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Webho
 	}
 	w.SecretVersion, w.PreviousSecret, w.PreviousSecretUntilMs = 1, "", 0
 	stored, keyID := db.sealSecret(w.ID, w.Secret)
-	_, err := db.pool.Exec(ctx, `INSERT INTO webhooks
-		(id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, created_at_ms,
-		max_per_second)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		w.ID, w.FarmID, w.URL, stored, keyID, w.Enabled, w.ConsecutiveFailures, w.EventTypes, db.nowMs(),
-		w.MaxPerSecond)
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		// The farm's row, locked against other creations (not against the
+		// key-share locks of rows that refer to it), makes the count exact;
+		// the insert counts in a statement of its own, after the lock.
+		var one int
+		if err := tx.QueryRow(ctx, "SELECT 1 FROM farms WHERE id = $1 FOR NO KEY UPDATE", w.FarmID).Scan(&one); err != nil {
+			return translate(err, "create webhook", "farm")
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO webhooks
+			(id, farm_id, url, secret, secret_key_id, enabled, consecutive_failures, event_types, created_at_ms,
+			max_per_second)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
+			WHERE (SELECT count(*) FROM webhooks WHERE farm_id = $2) < $11`,
+			w.ID, w.FarmID, w.URL, stored, keyID, w.Enabled, w.ConsecutiveFailures, w.EventTypes, db.nowMs(),
+			w.MaxPerSecond, furrow.MaxWebhooksPerFarm)
+		if err != nil {
+			return translate(err, "create webhook", "webhook")
+		}
+		if tag.RowsAffected() == 0 {
+			return furrow.ErrTooManyWebhooks()
+		}
+		return nil
+	})
 	if err != nil {
-		return furrow.Webhook{}, translate(err, "create webhook", "webhook")
+		return furrow.Webhook{}, err
 	}
 	return w, nil
 }

@@ -44,6 +44,9 @@ func (s *Store) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Web
 		if _, ok := s.farms[w.FarmID]; !ok {
 			return furrow.Webhook{}, notFound("farm")
 		}
+		if s.farmWebhooks(w.FarmID) >= furrow.MaxWebhooksPerFarm {
+			return furrow.Webhook{}, furrow.ErrTooManyWebhooks()
+		}
 		w.SecretVersion, w.PreviousSecret, w.PreviousSecretUntilMs = 1, "", 0
 		stored := &webhook{w}
 		stored.EventTypes = slices.Clone(w.EventTypes)
@@ -52,6 +55,17 @@ func (s *Store) CreateWebhook(ctx context.Context, w furrow.Webhook) (furrow.Web
 		s.webhooks = append(s.webhooks, stored)
 		return stored.copied(s.nowMs()), nil
 	})
+}
+
+// farmWebhooks counts the farm's webhooks.
+func (s *Store) farmWebhooks(farmID uuid.UUID) int {
+	n := 0
+	for _, w := range s.webhooks {
+		if w.FarmID == farmID {
+			n++
+		}
+	}
+	return n
 }
 
 // webhook returns the stored webhook id, or nil.

@@ -90,6 +90,38 @@ func WebhookService(t *testing.T, newSubject New) {
 			e.wantCode(err, furrow.ENOTFOUND, "Webhook after delete")
 			e.wantCode(e.Webhooks.DeleteWebhook(e.ctx, f.ID, w.ID), furrow.ENOTFOUND, "second delete")
 		},
+		"AtMostPerFarm": func(e *env) {
+			f, _ := e.farm()
+			for range furrow.MaxWebhooksPerFarm - 8 {
+				e.webhook(f.ID)
+			}
+			// Sixteen at once for the last eight places: exactly eight get one.
+			errs := make(chan error, 16)
+			for range 16 {
+				go func() {
+					_, err := e.Webhooks.CreateWebhook(e.ctx, furrow.Webhook{FarmID: f.ID, URL: "https://hooks.example.com/", Secret: "whsec_c2VjcmV0", Enabled: true})
+					errs <- err
+				}()
+			}
+			refused := 0
+			for range 16 {
+				if err := <-errs; err != nil {
+					e.wantCode(err, furrow.ECONFLICT, "CreateWebhook past the bound")
+					refused++
+				}
+			}
+			ws, err := e.Webhooks.Webhooks(e.ctx, f.ID)
+			e.must(err)
+			if refused != 8 || len(ws) != furrow.MaxWebhooksPerFarm {
+				e.t.Fatalf("%d of 16 refused, %d webhooks stored; want 8 and %d", refused, len(ws), furrow.MaxWebhooksPerFarm)
+			}
+			other, _ := e.farm()
+			e.webhook(other.ID) // the bound is the farm's own
+			e.must(e.Webhooks.DeleteWebhook(e.ctx, f.ID, ws[0].ID))
+			e.webhook(f.ID) // a deleted webhook frees its place
+			_, err = e.Webhooks.CreateWebhook(e.ctx, furrow.Webhook{FarmID: uuid.New(), URL: "https://hooks.example.com/", Secret: "whsec_c2VjcmV0"})
+			e.wantCode(err, furrow.ENOTFOUND, "CreateWebhook(unknown farm)")
+		},
 		"SetState": func(e *env) {
 			f, _ := e.farm()
 			w := e.webhook(f.ID)
