@@ -19,7 +19,7 @@ var localSuffixes = []string{".localhost", ".local", ".internal", ".home.arpa"}
 
 // ValidateURL checks a webhook endpoint address when it is registered. It
 // requires an absolute https URL (http too when allowPrivate) with a host,
-// no credentials and a valid port; unless allowPrivate, it also rejects
+// no credentials, no fragment (it would never be sent) and a valid port; unless allowPrivate, it also rejects
 // localhost and other local names, dotless names, and IP literals that are
 // not public. Every failure is a furrow EINVALID error whose message says
 // why without repeating the URL. The dial-time guard of New still applies,
@@ -46,6 +46,9 @@ func ValidateURL(raw string, allowPrivate bool) error {
 	}
 	if u.User != nil {
 		return furrow.Errorf(furrow.EINVALID, "The webhook url must not contain credentials; receivers authenticate deliveries by their signature.")
+	}
+	if u.Fragment != "" || strings.HasSuffix(raw, "#") {
+		return furrow.Errorf(furrow.EINVALID, "The webhook url must not contain a fragment (#…): it is never sent to the receiver.")
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {

@@ -36,6 +36,8 @@ func TestValidateURLRejects(t *testing.T) {
 		"https:///path":                       "host",
 		"https:example.com":                   "host",
 		"https://user:pass@example.com/":      "credentials",
+		"https://example.com/hook#farm-1":     "fragment",
+		"https://example.com/hook#":           "fragment",
 		"https://example.com:0/":              "port",
 		"https://example.com:65536/":          "port",
 		"https://localhost/hook":              "localhost",
