@@ -88,22 +88,30 @@ func (s *server) oneEvent(r *http.Request, wh furrow.Webhook, id string) ([]furr
 	return []furrow.Event{e}, nil
 }
 
-// eventsUpTo lists the events of f, following the cursors, when there are
-// at most n of them. More would leave the oldest unsent, so they are
-// refused (EINVALID). A page ends at n events or, with large ones, sooner
-// (furrow.MaxPageBytes).
-func (s *server) eventsUpTo(r *http.Request, f furrow.EventFilter, n int) ([]furrow.Event, error) {
-	var all []furrow.Event
-	for f.Limit = n; ; f.Limit = n - len(all) {
+// eventsUpTo lists the events of f that keep accepts, following the
+// cursors, when f holds at most n events. More would leave the oldest
+// unsent, so they are refused (EINVALID). A page ends at n events or, with
+// large ones, sooner (furrow.MaxPageBytes); only the page being read holds
+// its events' data, since a delivery's start needs none of it.
+func (s *server) eventsUpTo(r *http.Request, f furrow.EventFilter, n int, keep func(furrow.Event) bool) ([]furrow.Event, error) {
+	var kept []furrow.Event
+	read := 0
+	for f.Limit = n; ; f.Limit = n - read {
 		page, next, err := s.Events.Events(r.Context(), f)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, page...)
+		read += len(page)
+		for _, e := range page {
+			if keep(e) {
+				e.Data = nil
+				kept = append(kept, e)
+			}
+		}
 		switch {
 		case next == nil:
-			return all, nil
-		case len(all) >= n:
+			return kept, nil
+		case read >= n:
 			return nil, furrow.Errorf(furrow.EINVALID, "More than %d events occurred since since_ms; choose a later since_ms.", n)
 		}
 		f.Before = next
@@ -111,20 +119,13 @@ func (s *server) eventsUpTo(r *http.Request, f furrow.EventFilter, n int) ([]fur
 }
 
 // eventsSince loads the farm's events since sinceMs that the webhook
-// subscribes to, at most maxRedeliver of them.
+// subscribes to, without their data, when at most maxRedeliver events
+// occurred since then.
 func (s *server) eventsSince(r *http.Request, wh furrow.Webhook, sinceMs int64) ([]furrow.Event, error) {
 	if sinceMs < 0 {
 		return nil, furrow.Errorf(furrow.EINVALID, "The field since_ms must not be negative.")
 	}
-	all, err := s.eventsUpTo(r, furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs}, maxRedeliver)
-	if err != nil {
-		return nil, err
-	}
-	var events []furrow.Event
-	for _, e := range all {
-		if wh.Subscribes(e.Type) {
-			events = append(events, e)
-		}
-	}
-	return events, nil
+	return s.eventsUpTo(r, furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs}, maxRedeliver, func(e furrow.Event) bool {
+		return wh.Subscribes(e.Type)
+	})
 }
