@@ -238,8 +238,9 @@ type DeliveryControl interface {
 	// Reenable sends the reenable signal to the webhook's workflow, saying
 	// the API sent it.
 	Reenable(ctx context.Context, webhookID uuid.UUID) error
-	// Redeliver starts a new delivery of each event to w and returns how
-	// many were started.
+	// Redeliver makes sure a new delivery of each event to w will start,
+	// durably, and returns how many; the deliveries may start after it
+	// returns.
 	Redeliver(ctx context.Context, w Webhook, events []Event) (int, error)
 	// TestDelivery starts the delivery of e, a stored webhook.test event,
 	// to w only.

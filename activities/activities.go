@@ -47,6 +47,9 @@ type Activities struct {
 	// Pacer keeps attempts within each webhook's max_per_second; nil
 	// sends every attempt at once.
 	Pacer Pacer
+	// Redeliverer starts the deliveries of redeliveries; cmd wires it to
+	// Temporal.
+	Redeliverer Redeliverer
 }
 
 // Metrics receives what the activities did, for the process's metrics

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/activities"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -19,7 +20,10 @@ type Control struct {
 	schedule []time.Duration
 }
 
-var _ furrow.DeliveryControl = (*Control)(nil)
+var (
+	_ furrow.DeliveryControl = (*Control)(nil)
+	_ activities.Redeliverer = (*Control)(nil)
+)
 
 // NewControl returns a Control using c whose redeliveries follow schedule;
 // an empty one means furrow.DefaultSchedule.
@@ -38,15 +42,27 @@ func (ctl *Control) Reenable(ctx context.Context, webhookID uuid.UUID) error {
 	return nil
 }
 
-// Redeliver starts a new delivery workflow of each event to w and returns
-// how many were started. It stops at the first failed start and returns
-// the count so far with the error.
+// Redeliver starts the redelivery of events to w, a workflow that starts
+// their deliveries (workflows.Redeliver), and returns how many it will
+// start. One start, whatever the count, keeps the request short.
 func (ctl *Control) Redeliver(ctx context.Context, w furrow.Webhook, events []furrow.Event) (int, error) {
+	opts, in := workflows.RedeliverStart(w, events, uuid.NewString(), ctl.schedule)
+	if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.RedeliverWorkflowName, in); err != nil {
+		return 0, fmt.Errorf("start redelivery of %d events to webhook %s: %w", len(events), w.ID, err)
+	}
+	return len(events), nil
+}
+
+// StartRedeliveries starts a new delivery workflow of each of in.Events to
+// w, named by in.Batch, and returns how many were started (one already
+// started counts, so a retry starts none twice). It stops at the first
+// failed start and returns the count so far with the error.
+func (ctl *Control) StartRedeliveries(ctx context.Context, w furrow.Webhook, in activities.StartRedeliveriesInput) (int, error) {
+	schedule := furrow.TimeDurations(in.Schedule)
 	n := 0
-	for _, e := range events {
-		id := workflows.RedeliveryWorkflowID(w.ID, e.ID, uuid.NewString())
-		opts, in := workflows.DeliveryStart(id, w, e, ctl.schedule)
-		if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in); err != nil && !workflows.AlreadyStarted(err) {
+	for _, e := range in.Events {
+		opts, din := workflows.DeliveryStart(workflows.RedeliveryWorkflowID(w.ID, e.ID, in.Batch), w, e, schedule)
+		if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, din); err != nil && !workflows.AlreadyStarted(err) {
 			return n, fmt.Errorf("start redelivery of %s to webhook %s: %w", e.ID, w.ID, err)
 		}
 		n++

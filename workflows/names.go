@@ -23,8 +23,9 @@ const TaskQueue = "furrow"
 // Registered workflow type names. They are part of the history, so renaming
 // one breaks running workflows.
 const (
-	DeliveryWorkflowName = "Delivery"
-	WebhookWorkflowName  = "Webhook"
+	DeliveryWorkflowName  = "Delivery"
+	WebhookWorkflowName   = "Webhook"
+	RedeliverWorkflowName = "Redeliver"
 )
 
 // Signals of the per-webhook workflow.

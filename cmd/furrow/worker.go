@@ -116,7 +116,8 @@ func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.C
 }
 
 // newActivities wires the activities to the store, the guarded webhook
-// HTTP client, the chain reporter, the live bus and the metrics.
+// HTTP client, the chain reporter, the live bus, the metrics and the
+// starter of redeliveries.
 func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher) (*activities.Activities, error) {
 	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile})
 	if err != nil {
@@ -129,6 +130,7 @@ func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.C
 	return &activities.Activities{
 		Webhooks: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
 		Reporter: temporal.NewReporter(tc), Live: events, Metrics: obs.metrics, Pacer: pacer,
+		Redeliverer: temporal.NewControl(tc, cfg.RetrySchedule),
 	}, nil
 }
 
