@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
@@ -117,12 +115,7 @@ func TestRedeliverAThousandEvents(t *testing.T) {
 	// take minutes, and the redelivery's last part waits behind them.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		SearchAttributes: workflows.SearchAttributes(), Namespace: ts.GetDefaultNamespace()}); err != nil {
-		t.Fatal(err)
-	}
+	c := temporalServer(ctx, t)
 	rc := newCountingReceiver()
 	defer rc.srv.Close()
 	f := newFixture(rc.srv.URL, 0)

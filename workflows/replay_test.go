@@ -74,12 +74,7 @@ func TestReplay(t *testing.T) {
 func record(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		SearchAttributes: workflows.SearchAttributes(), Namespace: ts.GetDefaultNamespace()}); err != nil {
-		t.Fatal(err)
-	}
+	c := temporalServer(ctx, t)
 	statuses := []int{400, 500, 200}
 	hits := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -112,6 +107,19 @@ func record(t *testing.T) {
 		t.Fatalf("%d lifecycle events recorded, want webhook.disabled and webhook.enabled", n)
 	}
 	export(ctx, t, c, workflows.WebhookWorkflowID(f.webhook.ID), prefix+"webhook.json")
+}
+
+// temporalServer starts an in-process Temporal server for the test, with
+// Furrow's search attributes registered, and returns its client.
+func temporalServer(ctx context.Context, t *testing.T) client.Client {
+	t.Helper()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		SearchAttributes: workflows.SearchAttributes(), Namespace: ts.GetDefaultNamespace()}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func run(ctx context.Context, t *testing.T, c client.Client, id string, f *fixture, file string) {
