@@ -36,7 +36,8 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // side: the webhook workflow's lifecycle events ("lifecycle_events_",
 // recorded without the webhook rate) and the webhook rate
 // ("webhook_rate_", with both, asking for each change's version), then
-// those of deliveries started at Revision 1, which ask for none. go test
+// those of deliveries started at Revision 1, which ask for none, and of a
+// redelivery's workflow. go test
 // -run TestReplay -update records the current ones (prefix); their
 // redelivery first waits for the webhook's rate.
 var histories = []string{
@@ -46,6 +47,7 @@ var histories = []string{
 	"lifecycle_events_delivery_rejected.json", "lifecycle_events_delivery_retried.json", "lifecycle_events_webhook.json",
 	"webhook_rate_delivery_rejected.json", "webhook_rate_delivery_retried.json", "webhook_rate_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
+	prefix + "redeliver.json",
 }
 
 // prefix names the histories recorded by the current code.
@@ -84,7 +86,8 @@ func record(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(srv.URL, furrow.MaxFailedChains-1)
 	acts := &activities.Activities{Webhooks: f.store, HTTP: srv.Client(), Clock: furrow.SystemClock{},
-		Reporter: ftemporal.NewReporter(c), Pacer: &pacer{waits: []time.Duration{0, time.Second}}}
+		Reporter: ftemporal.NewReporter(c), Pacer: &pacer{waits: []time.Duration{0, time.Second}},
+		Redeliverer: ftemporal.NewControl(c, nil)}
 	w := ftemporal.NewWorker(c, acts, ftemporal.WorkerOptions{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -107,6 +110,21 @@ func record(t *testing.T) {
 		t.Fatalf("%d lifecycle events recorded, want webhook.disabled and webhook.enabled", n)
 	}
 	export(ctx, t, c, workflows.WebhookWorkflowID(f.webhook.ID), prefix+"webhook.json")
+	recordRedeliver(ctx, t, c, f)
+}
+
+// recordRedeliver runs the redelivery of the fixture's event and writes
+// its history.
+func recordRedeliver(ctx context.Context, t *testing.T, c client.Client, f *fixture) {
+	if _, err := ftemporal.NewControl(c, nil).Redeliver(ctx, f.webhook, []furrow.Event{f.event}); err != nil {
+		t.Fatal(err)
+	}
+	id := redeliveryOf(ctx, t, c)
+	var res workflows.RedeliverResult
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil || res.Started != 1 {
+		t.Fatalf("redelivery result %+v, %v; want 1 started", res, err)
+	}
+	export(ctx, t, c, id, prefix+"redeliver.json")
 }
 
 // temporalServer starts an in-process Temporal server for the test, with
