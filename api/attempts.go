@@ -88,22 +88,27 @@ func (s *server) oneEvent(r *http.Request, wh furrow.Webhook, id string) ([]furr
 	return []furrow.Event{e}, nil
 }
 
-// eventsUpTo lists the events of f that keep accepts, following the
-// cursors, when f holds at most n events. More would leave the oldest
-// unsent, so they are refused (EINVALID). A page ends at n events or, with
-// large ones, sooner (furrow.MaxPageBytes); only the page being read holds
-// its events' data, since a delivery's start needs none of it.
-func (s *server) eventsUpTo(r *http.Request, f furrow.EventFilter, n int, keep func(furrow.Event) bool) ([]furrow.Event, error) {
+// eventsSince lists the farm's events since sinceMs that the webhook
+// subscribes to, following the cursors, when at most maxRedeliver events
+// occurred since then. More would leave the oldest unsent, so they are
+// refused (EINVALID). A page ends at maxRedeliver events or, with large
+// ones, sooner (furrow.MaxPageBytes); the events kept lose their data, so
+// only the page being read holds any: a delivery's start needs none.
+func (s *server) eventsSince(r *http.Request, wh furrow.Webhook, sinceMs int64) ([]furrow.Event, error) {
+	if sinceMs < 0 {
+		return nil, furrow.Errorf(furrow.EINVALID, "The field since_ms must not be negative.")
+	}
+	f := furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs}
 	var kept []furrow.Event
 	read := 0
-	for f.Limit = n; ; f.Limit = n - read {
+	for f.Limit = maxRedeliver; ; f.Limit = maxRedeliver - read {
 		page, next, err := s.Events.Events(r.Context(), f)
 		if err != nil {
 			return nil, err
 		}
 		read += len(page)
 		for _, e := range page {
-			if keep(e) {
+			if wh.Subscribes(e.Type) {
 				e.Data = nil
 				kept = append(kept, e)
 			}
@@ -111,21 +116,9 @@ func (s *server) eventsUpTo(r *http.Request, f furrow.EventFilter, n int, keep f
 		switch {
 		case next == nil:
 			return kept, nil
-		case read >= n:
-			return nil, furrow.Errorf(furrow.EINVALID, "More than %d events occurred since since_ms; choose a later since_ms.", n)
+		case read >= maxRedeliver:
+			return nil, furrow.Errorf(furrow.EINVALID, "More than %d events occurred since since_ms; choose a later since_ms.", maxRedeliver)
 		}
 		f.Before = next
 	}
-}
-
-// eventsSince loads the farm's events since sinceMs that the webhook
-// subscribes to, without their data, when at most maxRedeliver events
-// occurred since then.
-func (s *server) eventsSince(r *http.Request, wh furrow.Webhook, sinceMs int64) ([]furrow.Event, error) {
-	if sinceMs < 0 {
-		return nil, furrow.Errorf(furrow.EINVALID, "The field since_ms must not be negative.")
-	}
-	return s.eventsUpTo(r, furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs}, maxRedeliver, func(e furrow.Event) bool {
-		return wh.Subscribes(e.Type)
-	})
 }
