@@ -19,22 +19,14 @@ const redeliverChunk = 100
 
 // RedeliverInput is the input of a redelivery: the events to deliver once
 // more to a webhook, without their data, and the redelivery's name, which
-// names their delivery workflows.
-type RedeliverInput struct {
-	WebhookID uuid.UUID
-	Batch     string
-	Events    []furrow.Event
-	// Schedule is the deliveries' retry schedule; empty means
-	// furrow.DefaultSchedule.
-	Schedule []furrow.Duration
-}
+// names their delivery workflows. Each part the workflow starts is the same
+// input with its chunk of the events.
+type RedeliverInput = activities.StartRedeliveriesInput
 
 // RedeliverResult says how many deliveries a redelivery started, and
-// whether it stopped because the webhook was deleted.
-type RedeliverResult struct {
-	Started int
-	Gone    bool
-}
+// whether it stopped because the webhook was deleted: its parts' results
+// added up.
+type RedeliverResult = activities.StartRedeliveriesResult
 
 // Redeliver starts a new delivery of each of in's events, a chunk at a
 // time. The API starts it, so that asking for a thousand deliveries costs
@@ -45,11 +37,10 @@ func Redeliver(ctx workflow.Context, in RedeliverInput) (RedeliverResult, error)
 	var a *activities.Activities
 	var out RedeliverResult
 	for chunk := range slices.Chunk(in.Events, redeliverChunk) {
-		var r activities.StartRedeliveriesResult
-		err := workflow.ExecuteActivity(ctx, a.StartRedeliveries, activities.StartRedeliveriesInput{
-			WebhookID: in.WebhookID, Batch: in.Batch, Events: chunk, Schedule: in.Schedule,
-		}).Get(ctx, &r)
-		if err != nil {
+		part := in
+		part.Events = chunk
+		var r RedeliverResult
+		if err := workflow.ExecuteActivity(ctx, a.StartRedeliveries, part).Get(ctx, &r); err != nil {
 			return out, err
 		}
 		out.Started += r.Started
