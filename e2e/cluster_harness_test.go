@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -285,12 +287,16 @@ func (c *cluster) checkOperatorSettings(t *testing.T) {
 	if url == "" {
 		t.Fatalf("no VISIBILITY_URL in the cluster's state:\n%s", state)
 	}
-	var left, total int
+	var left, needed, total int
 	err = withConn(t, url, 10*time.Second, func(ctx context.Context, conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE indexname = ANY($1)), count(*) FROM pg_indexes
-			WHERE tablename = 'executions_visibility'`, visindex.Unused).Scan(&left, &total)
+		return conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE c.relname = ANY($1)),
+				count(*) FILTER (WHERE c.relname = ANY($2) AND i.indisvalid), count(*)
+			FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+			WHERE i.indrelid = 'executions_visibility'::regclass`,
+			visindex.Unused, slices.Collect(maps.Keys(visindex.Restored))).Scan(&left, &needed, &total)
 	})
-	if err != nil || left != 0 || total < 10 {
-		t.Errorf("visibility indexes: %d of the unused ones left, %d in all (%v); want 0 left and the others kept", left, total, err)
+	if err != nil || left != 0 || needed != len(visindex.Restored) || total < 10 {
+		t.Errorf("visibility indexes: %d of the unused ones left, %d of the %d needed ones valid, %d in all (%v); want 0 left and the others kept",
+			left, needed, len(visindex.Restored), total, err)
 	}
 }

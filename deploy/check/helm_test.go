@@ -21,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
@@ -91,11 +93,18 @@ func TestHelmLint(t *testing.T) {
 // decodes every object strictly.
 func render(t *testing.T, file string) []runtime.Object {
 	t.Helper()
+	return renderValues(t, file, values(t, file))
+}
+
+// renderValues renders the chart with the values given; file names them
+// in messages.
+func renderValues(t *testing.T, file string, given map[string]any) []runtime.Object {
+	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := chartutil.ToRenderValues(ch, values(t, file),
+	vals, err := chartutil.ToRenderValues(ch, given,
 		chartutil.ReleaseOptions{Name: "furrow", Namespace: "furrow", Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +141,7 @@ func TestHelmRender(t *testing.T) {
 			checkWorkloads(t, c)
 			checkJobs(t, c)
 			checkProxy(t, c)
-			checkWorkerEgress(t, c)
+			checkDeliveryEgress(t, c, internalEgressRules(t, file))
 			if len(c.pdbs) != 2 || len(c.hpas) != 1 || c.hpas[0].Spec.ScaleTargetRef.Name != c.deployments["serve"].Name {
 				t.Errorf("want PodDisruptionBudgets for serve and worker and an HPA for serve; got %d, %d", len(c.pdbs), len(c.hpas))
 			}
@@ -142,6 +151,38 @@ func TestHelmRender(t *testing.T) {
 				t.Errorf("ServiceMonitors: %d, want one only when enabled", len(c.monitors))
 			}
 		})
+	}
+}
+
+// internalEgressRules is how many rules of internal egress the chart's
+// values, with those of file over them, give the policy.
+func internalEgressRules(t *testing.T, file string) int {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := chartutil.CoalesceValues(ch, values(t, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, _ := merged["networkPolicy"].(map[string]any)["internalEgress"].([]any)
+	return len(rules)
+}
+
+// TestHelmEgressFormerName: values written for the setting's former name,
+// workerInternalEgress, still set the policy's internal egress, in place
+// of the default.
+func TestHelmEgressFormerName(t *testing.T) {
+	rule := map[string]any{"to": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.9.0.0/16"}}}}
+	objs := renderValues(t, "workerInternalEgress", map[string]any{
+		"networkPolicy": map[string]any{"workerInternalEgress": []any{rule}},
+	})
+	c := collect(t, objs)
+	checkDeliveryEgress(t, c, 1)
+	last := c.policies[0].Spec.Egress[len(c.policies[0].Spec.Egress)-1]
+	if len(last.To) != 1 || last.To[0].IPBlock == nil || last.To[0].IPBlock.CIDR != "10.9.0.0/16" {
+		t.Errorf("the last egress rule is %+v, want the one of workerInternalEgress", last)
 	}
 }
 
@@ -307,16 +348,29 @@ func checkProxy(t *testing.T, c rendered) {
 	}
 }
 
-// checkWorkerEgress: workers reach public addresses only, besides the
-// rules the values add for PostgreSQL, Redis, Temporal and DNS.
-func checkWorkerEgress(t *testing.T, c rendered) {
+// checkDeliveryEgress: the pods that call webhook receivers, serves (first
+// attempts) and workers (retries), reach public addresses only, besides the
+// rules the values add for PostgreSQL, Redis, Temporal and DNS (internal).
+func checkDeliveryEgress(t *testing.T, c rendered, internal int) {
 	t.Helper()
 	if len(c.policies) != 1 {
 		t.Fatalf("want one NetworkPolicy, got %d", len(c.policies))
 	}
 	p := c.policies[0]
-	if p.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "worker" || !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
-		t.Fatalf("the NetworkPolicy does not restrict worker egress: %+v", p.Spec)
+	if !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Fatalf("the NetworkPolicy does not restrict egress: %+v", p.Spec)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for component, d := range c.deployments {
+		if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("the NetworkPolicy (%s) does not select the %s pods", sel, component)
+		}
+	}
+	if len(c.deployments) != 2 {
+		t.Errorf("checked the policy against %d Deployments, want serve and worker", len(c.deployments))
 	}
 	var except []string
 	for _, rule := range p.Spec.Egress {
@@ -328,8 +382,12 @@ func checkWorkerEgress(t *testing.T, c rendered) {
 	}
 	for _, private := range []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10", "::1/128"} {
 		if !slices.Contains(except, private) {
-			t.Errorf("workers may reach %s", private)
+			t.Errorf("serves and workers may reach %s", private)
 		}
+	}
+	// One rule of public addresses (IPv4 and IPv6) and one of DNS, then the values' own.
+	if got := len(p.Spec.Egress) - 2; got != internal {
+		t.Errorf("the policy has %d rules of the values' internal egress, want %d", got, internal)
 	}
 }
 

@@ -39,7 +39,7 @@ func main() {
 	namespace := flag.String("namespace", "default", "namespace to register")
 	retention := flag.Duration("retention", furrow.AttemptRetention, "how long closed workflows are kept")
 	wait := flag.Duration("wait", 2*time.Minute, "how long to wait for the frontend to answer")
-	trim := flag.String("trim-visibility", "", "PostgreSQL URL of the visibility database whose unused indexes to drop; empty: leave it alone")
+	trim := flag.String("trim-visibility", "", "PostgreSQL URL of the visibility database whose unused indexes to drop (and whose indexes Furrow needs to make); empty: leave it alone")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
@@ -51,12 +51,12 @@ func main() {
 	if *trim == "" {
 		return
 	}
-	n, err := visindex.DropPostgres(ctx, *trim)
+	done, err := visindex.TrimPostgres(ctx, *trim)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "temporalsetup:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("visibility: dropped %d unused indexes\n", n)
+	fmt.Printf("visibility: dropped %d unused indexes, made %d that Furrow's search attributes need\n", done.Dropped, done.Restored)
 }
 
 // setup registers the namespace and the search attributes, retrying while

@@ -13,14 +13,17 @@ package visindex
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // Unused are the indexes that stay unused by Furrow's deliveries: custom
 // search attribute slots of types Furrow registers none of (it registers
-// keywords only, and the slot a keyword gets depends on the cluster, so the
-// keyword slots stay); sorts by history length, size, duration and state
+// keywords and one integer, FurrowLastStatus; the server gives each the
+// first free slot of its type in no fixed order, so every keyword and
+// integer slot stays); sorts by history length, size, duration and state
 // transitions; parent, root, batch, pause and worker deployment lookups;
 // build ids and binary checksums; and the slots of Temporal's own newer
 // features. The default list, workflow id, type, status, task queue,
@@ -29,7 +32,6 @@ var Unused = []string{
 	"by_bool_01", "by_bool_02", "by_bool_03",
 	"by_datetime_01", "by_datetime_02", "by_datetime_03",
 	"by_double_01", "by_double_02", "by_double_03",
-	"by_int_01", "by_int_02", "by_int_03",
 	"by_text_01", "by_text_02", "by_text_03",
 	"by_keyword_list_01", "by_keyword_list_02", "by_keyword_list_03",
 	"by_history_length", "by_history_size_bytes", "by_execution_duration", "by_state_transition_count",
@@ -44,26 +46,68 @@ var Unused = []string{
 	"by_temporal_external_payload_count", "by_temporal_external_payload_size_bytes",
 }
 
-// DropPostgres drops the Unused indexes from the visibility database at
-// url, each with DROP INDEX CONCURRENTLY so that the server's writes are
-// never blocked, and returns how many existed. Running it again drops
-// nothing. It returns an error naming the index when a drop fails.
-func DropPostgres(ctx context.Context, url string) (int, error) {
+// Restored are the indexes an earlier Furrow dropped that its own search
+// attributes need (FurrowLastStatus takes one of the integer slots), with
+// their definitions in Temporal's PostgreSQL visibility schema.
+var Restored = map[string]string{
+	"by_int_01": intSlotIndex("01"),
+	"by_int_02": intSlotIndex("02"),
+	"by_int_03": intSlotIndex("03"),
+}
+
+func intSlotIndex(n string) string {
+	return "CREATE INDEX CONCURRENTLY IF NOT EXISTS by_int_" + n + " ON executions_visibility (namespace_id, Int" + n +
+		", (COALESCE(close_time, '9999-12-31 23:59:59')) DESC, start_time DESC, run_id)"
+}
+
+// Trimmed says what TrimPostgres changed.
+type Trimmed struct {
+	Dropped  int // indexes of Unused that existed
+	Restored int // indexes of Restored that were missing
+}
+
+// TrimPostgres drops the Unused indexes from the visibility database at
+// url and makes the Restored ones that are missing, each CONCURRENTLY so
+// that the server's writes are never blocked. Running it again changes
+// nothing. It returns an error naming the index when a step fails; an
+// index left invalid by an interrupted run is made again by the next.
+func TrimPostgres(ctx context.Context, url string) (Trimmed, error) {
+	var done Trimmed
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return 0, fmt.Errorf("visindex: connect: %w", err)
+		return done, fmt.Errorf("visindex: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	var present []string
-	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(indexname::text), '{}') FROM pg_indexes
-		WHERE tablename = 'executions_visibility' AND indexname = ANY($1)`, Unused).Scan(&present); err != nil {
-		return 0, fmt.Errorf("visindex: list indexes: %w", err)
+	var present, valid []string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(c.relname::text), '{}'),
+			coalesce(array_agg(c.relname::text) FILTER (WHERE i.indisvalid), '{}')
+		FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE i.indrelid = 'executions_visibility'::regclass`).Scan(&present, &valid); err != nil {
+		return done, fmt.Errorf("visindex: list indexes: %w", err)
 	}
-	for _, name := range present {
+	for _, name := range Unused {
+		if !slices.Contains(present, name) {
+			continue
+		}
 		// Names come from the constant list above, never from input.
 		if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
-			return 0, fmt.Errorf("visindex: drop %s: %w", name, err)
+			return done, fmt.Errorf("visindex: drop %s: %w", name, err)
 		}
+		done.Dropped++
 	}
-	return len(present), nil
+	for _, name := range slices.Sorted(maps.Keys(Restored)) {
+		if slices.Contains(valid, name) {
+			continue
+		}
+		if slices.Contains(present, name) {
+			if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+				return done, fmt.Errorf("visindex: drop invalid %s: %w", name, err)
+			}
+		}
+		if _, err := conn.Exec(ctx, Restored[name]); err != nil {
+			return done, fmt.Errorf("visindex: create %s: %w", name, err)
+		}
+		done.Restored++
+	}
+	return done, nil
 }
