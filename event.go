@@ -137,7 +137,7 @@ func NewDeviceOfflineEvent(id, farm uuid.UUID, d DeviceOfflineData, atMs int64) 
 // NewAppEvent returns an event the app emits through the events API: a
 // fresh id, OccurredAtMs left for the store to set, and data, a JSON
 // object, compacted. A type the app may not emit or data that is not an
-// object is EINVALID.
+// object, or one CheckEventData refuses, is EINVALID.
 func NewAppEvent(typ string, farm uuid.UUID, data json.RawMessage) (Event, error) {
 	if !AppEventType(typ) {
 		return Event{}, Errorf(EINVALID, "The field type must be %s or %s.", EventTriggerFired, EventRecommendationCreated)
@@ -145,6 +145,9 @@ func NewAppEvent(typ string, farm uuid.UUID, data json.RawMessage) (Event, error
 	var buf bytes.Buffer
 	if !bytes.HasPrefix(data, []byte("{")) || json.Compact(&buf, data) != nil {
 		return Event{}, Errorf(EINVALID, "The field data must be a JSON object.")
+	}
+	if err := CheckEventData(buf.Bytes()); err != nil {
+		return Event{}, err
 	}
 	return Event{ID: NewEventID(), Type: typ, FarmID: farm, Data: buf.Bytes()}, nil
 }

@@ -257,13 +257,16 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("published on the live bus: %+v, want the event", h.engine.events)
 	}
 	for body, reason := range map[string]string{
-		`{"type":"metric.value","data":{}}`:            "type must be",
-		`{"type":"webhook.disabled","data":{}}`:        "type must be",
-		`{"type":"device.offline","data":{}}`:          "type must be",
-		`{"type":"trigger.fired","data":[1]}`:          "data must be a JSON object",
-		`{"type":"trigger.fired","data":null}`:         "data must be a JSON object",
-		`{"type":"trigger.fired"}`:                     "data must be a JSON object",
-		`{"type":"recommendation.created","data":"x"}`: "data must be a JSON object",
+		`{"type":"metric.value","data":{}}`:              "type must be",
+		`{"type":"webhook.disabled","data":{}}`:          "type must be",
+		`{"type":"device.offline","data":{}}`:            "type must be",
+		`{"type":"trigger.fired","data":[1]}`:            "data must be a JSON object",
+		`{"type":"trigger.fired","data":null}`:           "data must be a JSON object",
+		`{"type":"trigger.fired"}`:                       "data must be a JSON object",
+		`{"type":"recommendation.created","data":"x"}`:   "data must be a JSON object",
+		`{"type":"trigger.fired","data":{"a":"\ud800"}}`: "lone UTF-16 surrogate",
+		`{"type":"trigger.fired","data":{"a":"\u0000"}}`: "NUL character",
+		`{"type":"trigger.fired","data":{"a":1e99999}}`:  "written out in full",
 	} {
 		expectError(t, h.user(h.manager, "POST", h.farmPath("/events"), body), http.StatusBadRequest, furrow.EINVALID, reason)
 	}

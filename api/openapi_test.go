@@ -188,3 +188,36 @@ func TestOpenAPINumbers(t *testing.T) {
 		t.Errorf("name maxLength = %d, want %d", n, maxNameBytes)
 	}
 }
+
+// TestOpenAPIPathIDsAnswer400: every route with a {farm}, {device} or
+// {webhook} in its path answers 400 to a malformed id, so its document
+// must say so.
+func TestOpenAPIPathIDsAnswer400(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for path, ops := range doc.Paths {
+		if !strings.Contains(path, "{") {
+			continue
+		}
+		for method, raw := range ops {
+			var op struct {
+				Responses map[string]json.RawMessage `json:"responses"`
+			}
+			if json.Unmarshal(raw, &op) != nil || op.Responses == nil {
+				continue // the path's shared parameters
+			}
+			checked++
+			if _, ok := op.Responses["400"]; !ok {
+				t.Errorf("%s %s takes an id in its path but documents no 400", strings.ToUpper(method), path)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d operations with path ids", checked)
+	}
+}

@@ -177,9 +177,8 @@ func validEvent(e furrow.Event) (uuid.UUID, error) {
 	if json.Unmarshal(e.Data, &obj) != nil || obj == nil {
 		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "The event data must be a JSON object.")
 	}
-	// PostgreSQL jsonb rejects the NUL character.
-	if strings.Contains(string(e.Data), `\u0000`) {
-		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "The event data must not contain NUL characters.")
+	if err := furrow.CheckEventData(e.Data); err != nil {
+		return uuid.Nil, err
 	}
 	return id, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/store"
@@ -224,5 +225,44 @@ func TestOfflineSweepUsesPartialIndex(t *testing.T) {
 	}
 	if !strings.Contains(plan.String(), "devices_online_seen_minute") {
 		t.Fatalf("sweep does not use the partial index:\n%s", plan.String())
+	}
+}
+
+// TestEventDataAsPostgreSQLStoresIt: what furrow.CheckEventData refuses,
+// PostgreSQL's jsonb refuses too or writes out many times longer, and is
+// EINVALID rather than a failed statement; what it accepts is stored and
+// read back no more than a few times its size.
+func TestEventDataAsPostgreSQLStoresIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, url := newDB(t, newClock())
+	fx := newFixture(t, db)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rendered := func(data string) (int, error) {
+		var n int
+		err := conn.QueryRow(ctx, "SELECT octet_length($1::text::jsonb::text)", data).Scan(&n)
+		return n, err
+	}
+	for _, data := range []string{`{"a":"\u0000"}`, `{"a":"\ud800"}`, `{"a":"\udc00x"}`, `{"a":1e400}`, `{"a":[1e-400]}`} {
+		n, pgErr := rendered(data)
+		if pgErr == nil && n < 10*len(data) {
+			t.Errorf("PostgreSQL stores %s as %d bytes: the case does not show what it should", data, n)
+		}
+		_, err := db.CreateEvent(ctx, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, Data: json.RawMessage(data)})
+		wantCode(t, err, furrow.EINVALID)
+	}
+	for _, data := range []string{`{"a":"C:\\u0000","b":"\ud83d\ude00"}`, `{"a":1.5e3,"b":1E-3,"c":[1,2,3]}`} {
+		e, err := db.CreateEvent(ctx, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, Data: json.RawMessage(data)})
+		if err != nil {
+			t.Fatalf("CreateEvent(%s): %v", data, err)
+		}
+		got, err := db.Event(ctx, e.ID)
+		if err != nil || len(got.Data) > 3*len(data) {
+			t.Errorf("Event(%s) = %s, %v; want it stored", data, got.Data, err)
+		}
 	}
 }
