@@ -12,7 +12,7 @@ func TestCheckEventData(t *testing.T) {
 		`{}`,
 		`{"a":1,"b":-2.5,"c":1.5e3,"d":1E-3,"e":0.001,"f":[true,false,null]}`,
 		`{"smile":"\ud83d\ude00","esc":"\"\\\/\b\f\n\r\t","é":"\u00e9"}`,
-		`{"path":"C:\\u0000"}`,                       // an escaped backslash, then text
+		`{"path":"C:\\u0000"}`,                         // an escaped backslash, then text
 		`{"n":12345678901234567890123456789012345678}`, // long, but as long as written
 		`{"pad":"` + strings.Repeat("x", 500) + `","big":1e400}`,
 	}
