@@ -129,7 +129,7 @@ type durationSetting struct {
 }
 
 // durations is the one table of c's positive duration settings, device
-// thresholds and Bounds alike. README: Configuration lists them.
+// thresholds and Bounds alike. docs/operating/configuration.md lists them.
 func (c *Config) durations() []durationSetting {
 	b := &c.Bounds
 	return []durationSetting{

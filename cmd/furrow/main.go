@@ -26,15 +26,16 @@ const usage = `usage: furrow <command> [flags]
 
 commands:
   dev                          run everything in one process (embedded Temporal, UI on :8233)
-  serve                        run the API and the outbox dispatcher
+  serve                        run the API, the outbox dispatcher and first delivery attempts
   worker                       run the Temporal worker
   migrate                      apply database migrations
   admin create-user --email E  create a user and print {"id","email","token"}
   admin seal-secrets           seal the webhook secrets stored unsealed (see --help)
   admin reseal                 re-seal webhook secrets with the key ring's first key (see --help)
   bench ingest|baseline|delivery  measure (see BENCHMARKS.md)
+  probe URL                    exit 0 when URL answers 200 (container health checks)
 
-configuration is read from FURROW_* environment variables (see README.md)
+configuration is read from FURROW_* environment variables (see docs/operating/configuration.md)
 `
 
 // commandUsage is the usage of each command without flags of its own,
@@ -42,7 +43,7 @@ configuration is read from FURROW_* environment variables (see README.md)
 // flag set's usage instead.
 var commandUsage = map[string]string{
 	"dev":     "usage: furrow dev\n\nrun everything in one process: API on FURROW_HTTP_ADDR, embedded Temporal, Temporal UI, dispatcher, worker\n",
-	"serve":   "usage: furrow serve\n\nrun the API and the outbox dispatcher\n",
+	"serve":   "usage: furrow serve\n\nrun the API, the outbox dispatcher and a worker of first delivery attempts (local activities)\n",
 	"worker":  "usage: furrow worker\n\nrun the Temporal worker\n",
 	"migrate": "usage: furrow migrate\n\napply the embedded database migrations\n",
 	"admin":   "usage: furrow admin create-user|seal-secrets|reseal [flags]\n\ncreate-user --email E creates a user and prints {\"id\",\"email\",\"token\"};\nseal-secrets and reseal seal the stored webhook secrets; furrow admin <command> --help tells more\n",
