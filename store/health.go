@@ -9,29 +9,45 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// sentRows is the predicate of the delivery_attempts_sent index (migration
-// 0015): the rows of attempts that sent something. The health query states
-// it word for word so that the planner uses that index.
-const sentRows = "a.error NOT LIKE '" + furrow.SkipPrefix + "%'"
+// The delivery log's index of outcomes (migration 0018): the attempts that
+// sent something (sentRows; skipped ones' error starts with "skipped: "),
+// by webhook, outcome (deliveredClass: 1 for a 2xx, 0 otherwise) and time,
+// with the status and duration the health summary reads. The newest
+// delivery and the newest failure of a webhook are then each the first
+// entry of a backward range scan, however long the other outcome's run:
+// with the outcome after the time instead, a webhook that never failed
+// had its whole 30 days read to find no failure. The health query states
+// the expressions word for word so that the planner uses the index.
+const (
+	sentRows       = "error NOT LIKE '" + furrow.SkipPrefix + "%'"
+	deliveredClass = "(status_code BETWEEN 200 AND 299)::int"
+)
 
-// healthSQL summarizes each webhook of $1 since $2 (ms) with index range
-// scans of delivery_attempts_sent, one set per webhook: the window's count,
-// successes and duration percentiles (index only), then the newest 2xx
-// and the newest other attempt, each the first match of a backward scan.
+var outcomeIndex = partitionIndex{
+	migration: "0018", table: "delivery_attempts", name: "delivery_attempts_outcome", suffix: "_outcome",
+	def:      "(webhook_id, (" + deliveredClass + "), at_ms) INCLUDE (status_code, duration_ms) WHERE " + sentRows,
+	replaces: "delivery_attempts_sent",
+}
+
+// healthSQL summarizes each webhook of $1 since $2 (ms) with range scans
+// of delivery_attempts_outcome, one set per webhook: the window's count,
+// successes and duration percentiles (index only, one range per outcome),
+// then the newest 2xx and the newest other attempt.
 var healthSQL = `SELECT w.id, s.n, s.ok, s.p50, s.p95, d.at_ms, f.at_ms, f.status_code, f.error
 	FROM unnest($1::uuid[]) WITH ORDINALITY AS w(id, ord)
 	CROSS JOIN LATERAL (
 		SELECT count(*) AS n, count(*) FILTER (WHERE a.status_code BETWEEN 200 AND 299) AS ok,
 			percentile_disc(0.5) WITHIN GROUP (ORDER BY a.duration_ms) AS p50,
 			percentile_disc(0.95) WITHIN GROUP (ORDER BY a.duration_ms) AS p95
-		FROM delivery_attempts a WHERE a.webhook_id = w.id AND a.at_ms >= $2 AND ` + sentRows + `) s
+		FROM delivery_attempts a
+		WHERE a.webhook_id = w.id AND ` + deliveredClass + ` = ANY('{0,1}') AND a.at_ms >= $2 AND ` + sentRows + `) s
 	LEFT JOIN LATERAL (
 		SELECT a.at_ms FROM delivery_attempts a
-		WHERE a.webhook_id = w.id AND a.status_code BETWEEN 200 AND 299 AND ` + sentRows + `
+		WHERE a.webhook_id = w.id AND ` + deliveredClass + ` = 1 AND ` + sentRows + `
 		ORDER BY a.at_ms DESC LIMIT 1) d ON true
 	LEFT JOIN LATERAL (
 		SELECT a.at_ms, a.status_code, a.error FROM delivery_attempts a
-		WHERE a.webhook_id = w.id AND a.status_code NOT BETWEEN 200 AND 299 AND ` + sentRows + `
+		WHERE a.webhook_id = w.id AND ` + deliveredClass + ` = 0 AND ` + sentRows + `
 		ORDER BY a.at_ms DESC LIMIT 1) f ON true
 	ORDER BY w.ord`
 

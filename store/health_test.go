@@ -13,17 +13,19 @@ import (
 	"github.com/furrowhq/furrow/store"
 )
 
-// TestHealthUsesTheSentIndexAt100kAttempts fills the delivery log with
-// 100,000 attempts of 20 webhooks over three days and checks that the
-// health summary of a farm's webhooks is answered from the
-// delivery_attempts_sent index, never by scanning the log.
-func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
+// TestHealthUsesTheOutcomeIndexAt100kAttempts fills the delivery log with
+// 100,000 attempts of 20 webhooks over three days, and 20,000 of two more
+// that never failed and never delivered, and checks that the health
+// summary of a farm's webhooks is answered from the
+// delivery_attempts_outcome index, never by scanning the log, and without
+// reading a webhook's other attempts to find its last delivery or failure.
+func TestHealthUsesTheOutcomeIndexAt100kAttempts(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock()
 	db, url := newDB(t, clock)
 	f := newFixture(t, db)
 	var ids []uuid.UUID
-	for range 20 {
+	for range 22 {
 		w, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: f.farm.ID, URL: "https://hooks.example.com/x", Secret: "whsec_x", Enabled: true})
 		if err != nil {
 			t.Fatal(err)
@@ -51,16 +53,25 @@ func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The 21st webhook was always answered 200, the 22nd never.
+	_, err = conn.Exec(ctx, `INSERT INTO delivery_attempts
+		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
+		SELECT gen_random_uuid(), ($1::uuid[])[21 + i % 2], gen_random_uuid(), 1,
+			CASE WHEN i % 2 = 0 THEN 200 ELSE 500 END, '', '', i % 997, $2::bigint - (i * 12960)::bigint
+		FROM generate_series(1, 20000) AS i`, ids, furrow.Millis(now))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Exec(ctx, "VACUUM ANALYZE delivery_attempts"); err != nil {
 		t.Fatal(err)
 	}
 	// Each day partition has its own copy of the index, named by PostgreSQL.
 	sentIndexes := map[string]bool{}
 	rows, _ := conn.Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'delivery_attempts_sent'::regclass`)
+		WHERE i.inhparent = 'delivery_attempts_outcome'::regclass`)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil || len(names) < 4 {
-		t.Fatalf("partitions of delivery_attempts_sent: %v (%v)", names, err)
+		t.Fatalf("partitions of delivery_attempts_outcome: %v (%v)", names, err)
 	}
 	for _, n := range names {
 		sentIndexes[n] = true
@@ -76,8 +87,14 @@ func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
 			t.Fatalf("the health query scans the log:\n%s", plan)
 		}
 		if _, idx, ok := strings.Cut(line, " using "); ok && !sentIndexes[strings.Fields(idx)[0]] {
-			t.Fatalf("the health query reads an index other than delivery_attempts_sent:\n%s", plan)
+			t.Fatalf("the health query reads an index other than delivery_attempts_outcome:\n%s", plan)
 		}
+	}
+	// The last delivery of the webhook that never delivered, and the last
+	// failure of the one that never failed, read nothing to find nothing.
+	analyzed := explain(t, conn, "EXPLAIN (ANALYZE, COSTS OFF) "+store.HealthSQL, ids[20:], furrow.Millis(now.Add(-furrow.HealthWindow)))
+	if strings.Contains(analyzed, "Rows Removed by Filter") {
+		t.Fatalf("the health query filters rows it read:\n%s", analyzed)
 	}
 	t.Logf("plan of the health query of 20 webhooks over 100,000 attempts:\n%s", plan)
 	var hs []furrow.AttemptHealth
@@ -88,8 +105,14 @@ func TestHealthUsesTheSentIndexAt100kAttempts(t *testing.T) {
 		}
 		t.Logf("AttemptHealth of 20 webhooks took %s", time.Since(start))
 	}
+	if h := hs[20]; h.LastFailure != nil || h.LastDeliveredAtMs == nil || *h.LastDeliveredAtMs != furrow.Millis(now)-2*12960 {
+		t.Fatalf("health of the webhook that never failed: %+v", h)
+	}
+	if h := hs[21]; h.LastDeliveredAtMs != nil || h.LastFailure == nil || h.LastFailure.AtMs != furrow.Millis(now)-12960 || h.LastFailure.StatusCode != 500 {
+		t.Fatalf("health of the webhook that never delivered: %+v", h)
+	}
 	total := 0
-	for _, h := range hs {
+	for _, h := range hs[:20] {
 		total += h.Attempts
 		if h.LastFailure == nil || h.LastFailure.StatusCode != 503 || h.LastDeliveredAtMs == nil || h.P95DurationMs == nil {
 			t.Fatalf("health %+v", h)
@@ -120,4 +143,57 @@ func explain(t *testing.T, conn *pgx.Conn, query string, args ...any) string {
 		t.Fatal(err)
 	}
 	return plan.String()
+}
+
+// Migration 0018 on a populated delivery log: every partition gets its
+// index of outcomes, built and attached, delivery_attempts_sent is gone,
+// and the summary reads as before.
+func TestMigrationOutcomeIndexOnAPopulatedLog(t *testing.T) {
+	ctx := context.Background()
+	url, conn := dbUpTo(t, "0017_events_type_index_partial.sql")
+	webhook := uuid.New()
+	setup := []string{
+		"CREATE TABLE delivery_attempts_p_early PARTITION OF delivery_attempts FOR VALUES FROM (0) TO (86400000)",
+		"CREATE TABLE delivery_attempts_p_late PARTITION OF delivery_attempts FOR VALUES FROM (86400000) TO (172800000)",
+		`INSERT INTO delivery_attempts (delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
+			SELECT gen_random_uuid(), '` + webhook.String() + `', gen_random_uuid(), 1,
+				CASE WHEN g % 3 = 0 THEN 503 ELSE 200 END, '', CASE WHEN g % 3 = 0 THEN 'HTTP 503' ELSE '' END, g % 50, g * 1000
+			FROM generate_series(1, 150) g`,
+	}
+	for _, q := range setup {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	var sent *string
+	var valid bool
+	var missing int
+	err := conn.QueryRow(ctx, `SELECT to_regclass('delivery_attempts_sent')::text,
+		(SELECT indisvalid FROM pg_index WHERE indexrelid = 'delivery_attempts_outcome'::regclass),
+		(SELECT count(*) FROM pg_inherits i WHERE i.inhparent = 'delivery_attempts'::regclass AND NOT EXISTS (
+			SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
+			WHERE ii.inhparent = 'delivery_attempts_outcome'::regclass AND x.indrelid = i.inhrelid))`).Scan(&sent, &valid, &missing)
+	if err != nil || sent != nil || !valid || missing != 0 {
+		t.Fatalf("after migration 0018: delivery_attempts_sent left %v, outcomes valid %v, %d partitions without it (%v); want gone, valid, 0",
+			sent != nil, valid, missing, err)
+	}
+	db, err := store.Open(ctx, url, store.Options{Clock: newClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	hs, err := db.AttemptHealth(ctx, []uuid.UUID{webhook})
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("AttemptHealth: %v, %v", hs, err)
+	}
+	if h := hs[0]; h.LastDeliveredAtMs == nil || *h.LastDeliveredAtMs != 149000 || h.LastFailure == nil ||
+		h.LastFailure.AtMs != 150000 || h.LastFailure.Error != "HTTP 503" {
+		t.Fatalf("health after the migration: %+v", h)
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatalf("Migrate again: %v", err)
+	}
 }

@@ -56,7 +56,7 @@ func MigrationsDigest() string {
 // schema_migrations, in file-name order, each in its own transaction, then
 // creates the day partitions of the coming days, so that a new database
 // takes rows at once, and finishes what a migration's transaction cannot
-// (migration 0017's indexes, built concurrently). An advisory lock lets
+// (the partitions' indexes of migrations 0017 and 0018, built concurrently). An advisory lock lets
 // several processes call it at once. It uses one connection and closes it
 // before returning. It returns the first error met. A migration, and the
 // creation of a table's partitions, waits at most 5 s at a time for a
@@ -119,7 +119,7 @@ func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatienc
 				return fmt.Errorf("store: migrate: %w", err)
 			}
 		}
-		if err := finishOtherTypesIndex(ctx, conn, patience); err != nil {
+		if err := finishPartitionIndexes(ctx, conn, patience); err != nil {
 			return err
 		}
 	}
