@@ -83,7 +83,7 @@ func EventsQuery(f furrow.EventFilter) (string, []any) { return eventsQuery(f, f
 // ReadingsQuery is the statement of Readings and its arguments, for plan
 // tests.
 func ReadingsQuery(f furrow.ReadingFilter) (string, []any) {
-	return readingsQuery(f, f.Before, f.Limit)
+	return readingsQuery(readingColumns, f, f.Before, nil, f.Limit)
 }
 
 // DevicesQuery is the statement of Devices and its arguments, for plan

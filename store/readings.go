@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,12 +14,20 @@ import (
 // Readings lists a farm's readings newest first, by (timestamp, seq), with
 // optional device, metric and since (inclusive) filters. Before continues
 // from a cursor returned earlier, so pages stay stable while readings
-// arrive. Limit defaults to 100 and is capped at 1000. The cursor returned
-// is nil when no reading is left.
+// arrive. Limit defaults to 100 and is capped at 1000. A page filtered by
+// a metric alone reads at most f.ScanLimit() of the farm's readings and,
+// when it found fewer than its limit there, ends with the cursor of the
+// last it read. The cursor returned is nil when no reading is left.
 func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
+	edge, err := db.readingsEdge(ctx, f)
+	if err != nil {
+		return nil, nil, translate(err, "list readings", "farm")
+	}
 	// A value is at most furrow.MaxValueBytes: the page is one statement.
 	rs, next, err := readPage(ctx, db, furrow.ListLimit(f.Limit), 0, f.Before,
-		func(before *furrow.Cursor, n int) (string, []any) { return readingsQuery(f, before, n) },
+		func(before *furrow.Cursor, n int) (string, []any) {
+			return readingsQuery(readingColumns, f, before, edge, n)
+		},
 		func(r pgx.Row) (furrow.Reading, error) {
 			var x furrow.Reading
 			err := r.Scan(&x.DeviceID, &x.FarmID, &x.MetricID, &x.Value, &x.Timestamp)
@@ -27,14 +36,40 @@ func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Re
 	if err != nil {
 		return nil, nil, translate(err, "list readings", "farm")
 	}
+	if next == nil && edge != nil {
+		next = edge
+	}
 	return rs, next, nil
 }
 
-// readingsQuery builds the query of f, for limit rows before the cursor
-// before (f.Before is the first page's), with only the conditions in use,
-// so that the planner picks the farm or the device-metric index.
-func readingsQuery(f furrow.ReadingFilter, before *furrow.Cursor, limit int) (string, []any) {
-	q := "SELECT seq, device_id, farm_id, metric_id, value, ts_ms FROM readings WHERE farm_id = $1"
+// readingsEdge returns the place of the last of the farm's readings a page
+// of f may read, the f.ScanLimit()-th after its cursor and since, read
+// from the farm's index alone; nil when fewer are left, or f has no limit.
+func (db *DB) readingsEdge(ctx context.Context, f furrow.ReadingFilter) (*furrow.Cursor, error) {
+	scan := f.ScanLimit()
+	if scan == 0 {
+		return nil, nil
+	}
+	q, args := readingsQuery("ts_ms, seq", furrow.ReadingFilter{FarmID: f.FarmID, SinceMs: f.SinceMs}, f.Before, nil, 1)
+	args = append(args, scan-1)
+	var c furrow.Cursor
+	err := db.pool.QueryRow(ctx, fmt.Sprintf("%s OFFSET $%d", q, len(args)), args...).Scan(&c.TimestampMs, &c.Seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return &c, err
+}
+
+// readingColumns are the columns of a page of readings: seq, then what a
+// furrow.Reading holds.
+const readingColumns = "seq, device_id, farm_id, metric_id, value, ts_ms"
+
+// readingsQuery builds the query of cols of f, for limit rows before the
+// cursor before (f.Before is the first page's) and not past edge (nil: no
+// edge), with only the conditions in use, so that the planner picks the
+// farm or the device-metric index.
+func readingsQuery(cols string, f furrow.ReadingFilter, before, edge *furrow.Cursor, limit int) (string, []any) {
+	q := "SELECT " + cols + " FROM readings WHERE farm_id = $1"
 	args := []any{f.FarmID}
 	cond := func(format string, vs ...any) {
 		idx := make([]any, len(vs))
@@ -52,6 +87,9 @@ func readingsQuery(f furrow.ReadingFilter, before *furrow.Cursor, limit int) (st
 	}
 	if f.SinceMs != nil {
 		cond(" AND ts_ms >= $%d", *f.SinceMs)
+	}
+	if edge != nil {
+		cond(" AND ts_ms >= $%d AND (ts_ms, seq) >= ($%d, $%d)", edge.TimestampMs, edge.TimestampMs, edge.Seq)
 	}
 	return newestFirst(q, args, "ts_ms", before, limit)
 }

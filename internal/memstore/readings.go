@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -106,15 +107,28 @@ type page[T, C any] struct {
 // like the store, a page of furrow.ListLimit(f.Limit) at a time.
 func (s *Store) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
 	res, err := do(ctx, s, "Readings", []any{f}, func() (page[furrow.Reading, furrow.Cursor], error) {
-		var rs []reading
+		place := func(r reading) furrow.Cursor { return furrow.Cursor{TimestampMs: r.Timestamp, Seq: r.seq} }
+		// The farm's readings a page may read: all, or f.ScanLimit() after
+		// the cursor, newest first.
+		var farm []reading
 		for _, r := range s.readings {
-			if r.FarmID == f.FarmID && matches(r, f) {
-				rs = append(rs, r)
+			if r.FarmID == f.FarmID && (f.SinceMs == nil || r.Timestamp >= *f.SinceMs) &&
+				(f.Before == nil || compareAt(place(r), *f.Before) < 0) {
+				farm = append(farm, r)
 			}
 		}
+		var edge *furrow.Cursor
+		if scan := f.ScanLimit(); scan > 0 && len(farm) >= scan {
+			slices.SortFunc(farm, func(a, b reading) int { return -compareAt(place(a), place(b)) })
+			last := place(farm[scan-1])
+			farm, edge = farm[:scan], &last
+		}
 		var p page[furrow.Reading, furrow.Cursor]
-		p.rows, p.next = newestPage(rs, func(r reading) furrow.Cursor { return furrow.Cursor{TimestampMs: r.Timestamp, Seq: r.seq} },
+		p.rows, p.next = newestPage(slices.DeleteFunc(farm, func(r reading) bool { return !matches(r, f) }), place,
 			f.Before, f.Limit, func(r reading) furrow.Reading { return r.Reading })
+		if p.next == nil {
+			p.next = edge
+		}
 		return p, nil
 	})
 	return res.rows, res.next, err

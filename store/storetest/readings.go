@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,6 +70,43 @@ func ReadingService(t *testing.T, newSubject New) {
 			e.must(err)
 			if len(rs) != 0 {
 				e.t.Fatalf("a refused reading was stored: %+v", rs)
+			}
+		},
+		"MetricAloneReadsABoundedScan": func(e *env) {
+			d, key := e.device("probe-1")
+			var rare []furrow.Reading // metric 7, oldest first
+			for i := range 12 {
+				if i == 1 || i == 10 {
+					r, _ := e.reading(d, key, 7, "rare")
+					rare = append(rare, r)
+				}
+				e.reading(d, key, 1, "common")
+			}
+			// 14 readings, newest first: 1×11, 7, 1×9, 7, 1×2. Pages of the
+			// metric read 5 of them at most.
+			metric := int32(7)
+			f := furrow.ReadingFilter{FarmID: d.FarmID, MetricID: &metric, Limit: 10, ScanRows: 5}
+			var counts []int
+			var got []furrow.Reading
+			for page := 0; ; page++ {
+				rs, next, err := e.Readings.Readings(e.ctx, f)
+				e.must(err)
+				counts, got = append(counts, len(rs)), append(got, rs...)
+				if next == nil || page > 10 {
+					break
+				}
+				f.Before = next
+			}
+			// Reads 5 (2nd is the rare one), 5 (none), 4 (the last rare one).
+			if !slices.Equal(counts, []int{1, 0, 1}) || len(got) != 2 || got[0].Timestamp != rare[1].Timestamp || got[1].Timestamp != rare[0].Timestamp {
+				e.t.Fatalf("pages of %v readings: %+v; want 1, 0 and 1: the rare metric's two, newest first", counts, got)
+			}
+			// With a device the index gives the metric's readings in order: one page.
+			f = furrow.ReadingFilter{FarmID: d.FarmID, DeviceID: &d.ID, MetricID: &metric, Limit: 10, ScanRows: 5}
+			rs, next, err := e.Readings.Readings(e.ctx, f)
+			e.must(err)
+			if len(rs) != 2 || next != nil {
+				e.t.Fatalf("device and metric: %d readings, next %v; want 2 and nil", len(rs), next)
 			}
 		},
 		"UnknownDeviceIsNotFound": func(e *env) {
