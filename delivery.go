@@ -65,4 +65,12 @@ type ChainReport struct {
 	Failed     bool
 	StatusCode int    `json:",omitempty"`
 	Error      string `json:",omitempty"`
+	// Chain names the delivery chain, its workflow's ID and run, so that a
+	// report sent twice (its activity retried after the signal went) is
+	// counted once; EndedAtMs is when the chain ended, so that a failure
+	// that ended before a re-enable, reported after it, is not counted
+	// against the re-enabled webhook. Both are empty in the reports of
+	// delivery workflows that started before they were.
+	Chain     string `json:",omitempty"`
+	EndedAtMs int64  `json:",omitempty"`
 }

@@ -289,7 +289,8 @@ func report(ctx workflow.Context, in DeliveryInput, out DeliveryResult) error {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 		Summary:             "report the chain to " + WebhookWorkflowID(in.WebhookID),
 	})
+	run := workflow.GetInfo(ctx).WorkflowExecution
 	r := furrow.ChainReport{WebhookID: in.WebhookID, EventID: in.EventID, Failed: out.Outcome == furrow.OutcomeFailed,
-		StatusCode: out.StatusCode, Error: out.Error}
+		StatusCode: out.StatusCode, Error: out.Error, Chain: run.ID + "/" + run.RunID, EndedAtMs: furrow.Millis(workflow.Now(ctx))}
 	return workflow.ExecuteActivity(ctx, a.ReportChain, r).Get(ctx, nil)
 }

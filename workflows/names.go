@@ -64,6 +64,9 @@ type WebhookState struct {
 	Gone       bool
 	LastChange string     `json:",omitempty"`
 	ChangedAt  *time.Time `json:",omitempty"`
+	// ReenabledAtMs is when the webhook was last re-enabled (0: never, in
+	// this workflow's memory): failures that ended before it do not count.
+	ReenabledAtMs int64 `json:",omitempty"`
 }
 
 // Search attribute keys of delivery workflows, set when they start, all of

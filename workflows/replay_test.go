@@ -36,8 +36,9 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // side: the webhook workflow's lifecycle events ("lifecycle_events_",
 // recorded without the webhook rate) and the webhook rate
 // ("webhook_rate_", with both, asking for each change's version), then
-// those of deliveries started at Revision 1, which ask for none, and of a
-// redelivery's workflow. go test
+// those of deliveries started at Revision 1, which ask for none, recorded
+// before the webhook workflow's chain-order change ("before_chain_order_"),
+// then the current ones, and a redelivery's workflow. go test
 // -run TestReplay -update records the current ones (prefix); their
 // redelivery first waits for the webhook's rate.
 var histories = []string{
@@ -46,6 +47,7 @@ var histories = []string{
 	"outcome_search_attributes_delivery_rejected.json", "outcome_search_attributes_delivery_retried.json", "outcome_search_attributes_webhook.json",
 	"lifecycle_events_delivery_rejected.json", "lifecycle_events_delivery_retried.json", "lifecycle_events_webhook.json",
 	"webhook_rate_delivery_rejected.json", "webhook_rate_delivery_retried.json", "webhook_rate_webhook.json",
+	"before_chain_order_delivery_rejected.json", "before_chain_order_delivery_retried.json", "before_chain_order_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
 	prefix + "redeliver.json",
 }

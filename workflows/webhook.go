@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,12 +26,25 @@ const maxSignalsPerRun = 500
 // takes the new way at its next change.
 const lifecycleChange = "lifecycle-events"
 
+// chainOrder versions how chain reports are counted. Before it, every
+// report counted; since, a report of a chain already counted (its activity
+// retried after the signal went) and a failure that ended before the last
+// re-enable are not. Histories recorded before replay the old way; a run
+// that began before takes the new way after its next continue-as-new.
+const chainOrder = "chain-order"
+
+// rememberedChains bounds the chains whose reports a run remembers, to
+// know a report sent twice: retries of one report come within minutes.
+const rememberedChains = 256
+
 // WebhookInput is the input of the per-webhook workflow. State is nil on a
 // first start (the workflow then reads it from the store) and carried over
-// by continue-as-new.
+// by continue-as-new, as are Counted, the chains whose reports were counted
+// last, oldest first.
 type WebhookInput struct {
 	WebhookID uuid.UUID
 	State     *WebhookState
+	Counted   []string `json:",omitempty"`
 }
 
 // Webhook is the per-webhook workflow, the single writer of the webhook's
@@ -48,7 +62,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	if err != nil || state.Gone {
 		return err
 	}
-	w := &webhookRun{state: state}
+	w := &webhookRun{state: state, counted: in.Counted}
 	err = workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (WebhookState, error) { return w.state, nil },
 		workflow.QueryHandlerOptions{Description: "The webhook's enabled flag, consecutive failed chains and last change."})
 	if err != nil {
@@ -61,6 +75,14 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	sel.AddReceive(chain, func(c workflow.ReceiveChannel, _ bool) {
 		var r furrow.ChainReport
 		c.Receive(ctx, &r)
+		if workflow.GetVersion(ctx, chainOrder, workflow.DefaultVersion, 1) >= 1 {
+			if why := w.notCounted(r); why != "" {
+				workflow.GetLogger(ctx).Info("chain report not counted", "webhook_id", w.state.WebhookID, "chain", r.Chain, "why", why)
+				w.next = w.state
+				return
+			}
+			w.count(r.Chain)
+		}
 		w.next = w.afterChain(r, workflow.Now(ctx))
 	})
 	sel.AddReceive(reenable, func(c workflow.ReceiveChannel, _ bool) {
@@ -85,16 +107,41 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 			return err
 		}
 	}
-	return workflow.NewContinueAsNewError(ctx, Webhook, WebhookInput{WebhookID: in.WebhookID, State: &w.state})
+	return workflow.NewContinueAsNewError(ctx, Webhook, WebhookInput{WebhookID: in.WebhookID, State: &w.state, Counted: w.counted})
 }
 
 // webhookRun is the state of one run: state as written, next as wanted,
 // and change, what the lifecycle event of next says when next changes the
 // enabled flag.
 type webhookRun struct {
-	state  WebhookState
-	next   WebhookState
-	change furrow.WebhookTransition
+	state   WebhookState
+	next    WebhookState
+	change  furrow.WebhookTransition
+	counted []string // the chains counted last, oldest first
+}
+
+// notCounted says why the report r is not counted, or "" when it is: its
+// chain was counted already, or it is a failure that ended before the
+// webhook was last re-enabled, whose count restarted after it.
+func (w *webhookRun) notCounted(r furrow.ChainReport) string {
+	switch {
+	case r.Chain != "" && slices.Contains(w.counted, r.Chain):
+		return "this chain's report was counted already"
+	case r.Failed && r.EndedAtMs != 0 && w.state.ReenabledAtMs > r.EndedAtMs:
+		return "the chain failed before the webhook was re-enabled"
+	}
+	return ""
+}
+
+// count remembers that chain's report was counted.
+func (w *webhookRun) count(chain string) {
+	if chain == "" {
+		return
+	}
+	if len(w.counted) >= rememberedChains {
+		w.counted = slices.Delete(w.counted, 0, len(w.counted)-rememberedChains+1)
+	}
+	w.counted = append(w.counted, chain)
 }
 
 // afterChain is the state after the chain report r, received at now.
@@ -122,7 +169,7 @@ func (w *webhookRun) afterChain(r furrow.ChainReport, now time.Time) WebhookStat
 // (furrow.EnabledByAPI or EnabledBySignal), received at now.
 func (w *webhookRun) afterReenable(by string, now time.Time) WebhookState {
 	s := w.state
-	s.Enabled, s.Failures = true, 0
+	s.Enabled, s.Failures, s.ReenabledAtMs = true, 0, furrow.Millis(now)
 	s.ChangedAt, s.LastChange = &now, "re-enabled by the reenable signal; the count restarts"
 	if by == furrow.EnabledByAPI {
 		s.LastChange = "re-enabled by the API; the count restarts"

@@ -2,6 +2,8 @@ package workflows_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,8 +136,8 @@ func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 		for range 498 {
 			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID})
 		}
-		for range 3 {
-			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true})
+		for i := range 3 {
+			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, Chain: fmt.Sprint("chain-", i)})
 		}
 	}, time.Minute)
 	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: f.webhook.ID})
@@ -149,5 +151,82 @@ func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 	}
 	if next.State == nil || next.State.Failures != 3 || !next.State.Enabled || next.WebhookID != f.webhook.ID {
 		t.Fatalf("continued with %+v (state %+v), want 3 failures carried", next, next.State)
+	}
+	if !slices.Equal(next.Counted, []string{"chain-0", "chain-1", "chain-2"}) {
+		t.Fatalf("continued with the chains %v counted, want the three failed ones", next.Counted)
+	}
+}
+
+// chainReport sends the chain report r to the workflow at minute m.
+type chainReport struct {
+	m int
+	r furrow.ChainReport
+}
+
+// runChainReports runs the webhook workflow of f and sends reports, and
+// reenables at the minutes given.
+func runChainReports(t *testing.T, f *fixture, reports []chainReport, reenableAt ...int) {
+	t.Helper()
+	env := newEnv()
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
+	for _, c := range reports {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalChain, c.r) }, time.Duration(c.m)*time.Minute)
+	}
+	for _, m := range reenableAt {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalReenable, workflows.ReenableByAPI) }, time.Duration(m)*time.Minute)
+	}
+	// The workflow waits for signals for ever; the environment's timeout
+	// ends it once nothing is left to do.
+	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: f.webhook.ID})
+}
+
+// A report sent twice, its activity retried after its signal went, counts
+// once: five reports of one failed chain do not disable the webhook.
+func TestWebhookCountsAChainOnce(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	once := furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 500, Chain: "delivery/w/e/run-1"}
+	var reports []chainReport
+	for m := 1; m <= 5; m++ {
+		reports = append(reports, chainReport{m, once})
+	}
+	runChainReports(t, f, reports)
+	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 1 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1", w.Enabled, w.ConsecutiveFailures)
+	}
+	// Other chains, and the same chain's next run (a reset), count.
+	reports = nil
+	for m, chain := range []string{"delivery/w/e/run-2", "delivery/w/e2/run-1", "delivery/w/e3/run-1", "delivery/w/e4/run-1", "delivery/w/e/run-1"} {
+		r := once
+		r.Chain = chain
+		reports = append(reports, chainReport{m + 1, r})
+	}
+	f = newFixture("https://example.com", 0)
+	for i := range reports {
+		reports[i].r.WebhookID = f.webhook.ID
+	}
+	runChainReports(t, f, reports)
+	if w := f.store.webhook(f.webhook.ID); w.Enabled || w.ConsecutiveFailures != 5 {
+		t.Fatalf("webhook = enabled %v failures %d, want disabled at 5", w.Enabled, w.ConsecutiveFailures)
+	}
+}
+
+// A failed chain that ended before the webhook was re-enabled, reported
+// after, does not count against the re-enabled webhook; one that ended
+// after does.
+func TestWebhookLateFailureBeforeReenableDoesNotCount(t *testing.T) {
+	f := newFixture("https://example.com", furrow.MaxFailedChains)
+	start := newEnv().Now()
+	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	fail := func(chain string, endedAt int64) furrow.ChainReport {
+		return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
+	}
+	runChainReports(t, f, []chainReport{
+		{3, fail("late", at(1))},   // ended before the re-enable at minute 2
+		{4, fail("after", at(3))},  // ended after it
+		{5, fail("old-report", 0)}, // from a delivery workflow of before: counts
+	}, 2)
+	w := f.store.webhook(f.webhook.ID)
+	if !w.Enabled || w.ConsecutiveFailures != 2 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled at 2 (the late failure not counted)", w.Enabled, w.ConsecutiveFailures)
 	}
 }
