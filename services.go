@@ -180,6 +180,11 @@ type WebhookService interface {
 	// (AddTestEvent). A webhook or an event that is not there is not an
 	// error: its Found flag is false. A malformed event id is EINVALID.
 	AttemptParts(ctx context.Context, webhookID uuid.UUID, eventID string, test bool) (AttemptParts, error)
+	// DeliveredAfter reports whether an attempt of the webhook that began
+	// after afterMs was answered 2xx, from the first entry of an index
+	// range: a failed chain that ended at afterMs is then not the latest
+	// outcome of its webhook, whatever order their reports come in.
+	DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error)
 	// AttemptHealth summarizes the attempt log of each webhook, in the
 	// order given, in one query: its attempts that sent something, over
 	// the HealthWindow up to now for the counts and durations, and over

@@ -35,16 +35,51 @@ type SetWebhookStateInput struct {
 	WebhookID uuid.UUID
 	Enabled   bool
 	Failures  int
+	// UnlessDeliveredAfterMs, when not 0, is when the failed chain that
+	// makes this change ended: the change is not written if a delivery of
+	// the webhook began after it (see Superseded).
+	UnlessDeliveredAfterMs int64 `json:",omitempty"`
 }
 
 // SetWebhookStateResult says whether the webhook no longer exists, so that
+// nothing was written, or whether the failed chain that made the change was
+// superseded: a delivery of the webhook began after that chain ended, so
+// the count had restarted after it, whichever report came first, and
 // nothing was written.
 type SetWebhookStateResult struct {
-	Gone bool
+	Gone       bool
+	Superseded bool `json:",omitempty"`
+}
+
+// TransitionWebhookInput is the transition to write, and, as in
+// SetWebhookStateInput, when the failed chain that makes it ended.
+type TransitionWebhookInput struct {
+	furrow.WebhookTransition
+	UnlessDeliveredAfterMs int64 `json:",omitempty"`
+}
+
+// superseded reports whether a delivery of the webhook began after afterMs
+// (0: never asked), so that a failed chain that ended then is not the
+// webhook's latest outcome.
+func (a *Activities) superseded(ctx context.Context, id uuid.UUID, afterMs int64) (bool, error) {
+	if afterMs == 0 {
+		return false, nil
+	}
+	later, err := a.Webhooks.DeliveredAfter(ctx, id, afterMs)
+	if err != nil {
+		return false, fmt.Errorf("webhook %s: find a later delivery: %w", id, err)
+	}
+	if later {
+		a.logger().InfoContext(ctx, "failed chain not counted: a delivery began after it ended", "webhook_id", id)
+	}
+	return later, nil
 }
 
 // SetWebhookState writes in.Enabled and in.Failures.
 func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInput) (SetWebhookStateResult, error) {
+	if later, err := a.superseded(ctx, in.WebhookID, in.UnlessDeliveredAfterMs); err != nil || later {
+		return SetWebhookStateResult{Superseded: later}, err
+	}
 	disabling := !in.Enabled && a.enabled(ctx, in.WebhookID)
 	err := a.Webhooks.SetWebhookState(ctx, in.WebhookID, in.Enabled, in.Failures)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
@@ -66,8 +101,11 @@ func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInpu
 // published on the live bus by the call that stored it; should that call's
 // answer be lost, its retry stores nothing and publishes nothing, and the
 // event is still delivered and listed.
-func (a *Activities) TransitionWebhook(ctx context.Context, in furrow.WebhookTransition) (SetWebhookStateResult, error) {
-	ev, written, err := a.Webhooks.TransitionWebhook(ctx, in)
+func (a *Activities) TransitionWebhook(ctx context.Context, in TransitionWebhookInput) (SetWebhookStateResult, error) {
+	if later, err := a.superseded(ctx, in.WebhookID, in.UnlessDeliveredAfterMs); err != nil || later {
+		return SetWebhookStateResult{Superseded: later}, err
+	}
+	ev, written, err := a.Webhooks.TransitionWebhook(ctx, in.WebhookTransition)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return SetWebhookStateResult{Gone: true}, nil
 	} else if err != nil {

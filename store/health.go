@@ -76,3 +76,15 @@ func (db *DB) AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]furr
 	}
 	return hs, nil
 }
+
+// DeliveredAfter reports whether an attempt of the webhook that began after
+// afterMs was answered 2xx: one entry of delivery_attempts_outcome.
+func (db *DB) DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error) {
+	var found bool
+	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_attempts a
+		WHERE a.webhook_id = $1 AND `+deliveredClass+` = 1 AND `+sentRows+` AND a.at_ms > $2)`, webhookID, afterMs).Scan(&found)
+	if err != nil {
+		return false, translate(err, "find a delivery", "webhook")
+	}
+	return found, nil
+}

@@ -75,6 +75,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	sel.AddReceive(chain, func(c workflow.ReceiveChannel, _ bool) {
 		var r furrow.ChainReport
 		c.Receive(ctx, &r)
+		w.failedAtMs = 0
 		if workflow.GetVersion(ctx, chainOrder, workflow.DefaultVersion, 1) >= 1 {
 			if why := w.notCounted(r); why != "" {
 				workflow.GetLogger(ctx).Info("chain report not counted", "webhook_id", w.state.WebhookID, "chain", r.Chain, "why", why)
@@ -82,6 +83,9 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 				return
 			}
 			w.count(r.Chain)
+			if r.Failed {
+				w.failedAtMs = r.EndedAtMs
+			}
 		}
 		w.next = w.afterChain(r, workflow.Now(ctx))
 	})
@@ -89,6 +93,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		// Any payload decodes into an any; only the API's says who it is.
 		var by any
 		c.Receive(ctx, &by)
+		w.failedAtMs = 0
 		w.next = w.afterReenable(reenabledBy(by), workflow.Now(ctx))
 	})
 	for handled := 1; ; handled++ {
@@ -118,6 +123,11 @@ type webhookRun struct {
 	next    WebhookState
 	change  furrow.WebhookTransition
 	counted []string // the chains counted last, oldest first
+	// failedAtMs is when the failed chain that makes next ended (0: next
+	// is not made by one, or its report does not say): the write is then
+	// dropped if a delivery began after it, which the report of that
+	// delivery's chain, read at its first attempt, may not have said.
+	failedAtMs int64
 }
 
 // notCounted says why the report r is not counted, or "" when it is: its
@@ -198,17 +208,24 @@ func (w *webhookRun) write(ctx workflow.Context) error {
 	var a *activities.Activities
 	var got activities.SetWebhookStateResult
 	var call workflow.Future
+	failedAt := w.failedAtMs
+	w.failedAtMs = 0
 	if w.next.Enabled != w.state.Enabled && workflow.GetVersion(ctx, lifecycleChange, workflow.DefaultVersion, 1) >= 1 {
-		t := w.change
+		t := activities.TransitionWebhookInput{WebhookTransition: w.change, UnlessDeliveredAfterMs: failedAt}
 		t.WebhookID, t.Seq, t.Enabled, t.Failures = w.next.WebhookID, w.state.Seq+1, w.next.Enabled, w.next.Failures
 		w.next.Seq = t.Seq
 		call = workflow.ExecuteActivity(ctx, a.TransitionWebhook, t)
 	} else {
-		set := activities.SetWebhookStateInput{WebhookID: w.next.WebhookID, Enabled: w.next.Enabled, Failures: w.next.Failures}
+		set := activities.SetWebhookStateInput{WebhookID: w.next.WebhookID, Enabled: w.next.Enabled, Failures: w.next.Failures,
+			UnlessDeliveredAfterMs: failedAt}
 		call = workflow.ExecuteActivity(ctx, a.SetWebhookState, set)
 	}
 	if err := call.Get(ctx, &got); err != nil {
 		return err
+	}
+	if got.Superseded {
+		w.next = w.state
+		return nil
 	}
 	w.state = w.next
 	if got.Gone {

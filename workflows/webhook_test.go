@@ -1,12 +1,14 @@
 package workflows_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -228,5 +230,50 @@ func TestWebhookLateFailureBeforeReenableDoesNotCount(t *testing.T) {
 	w := f.store.webhook(f.webhook.ID)
 	if !w.Enabled || w.ConsecutiveFailures != 2 {
 		t.Fatalf("webhook = enabled %v failures %d, want enabled at 2 (the late failure not counted)", w.Enabled, w.ConsecutiveFailures)
+	}
+}
+
+// A failed chain whose report comes after a delivery that began once it
+// had ended is not counted: the delivery restarted the count, though its
+// own chain, having read a count of 0 at its first attempt, reported
+// nothing. One that ended after the delivery counts.
+func TestWebhookFailureBeforeAnUnreportedDeliveryDoesNotCount(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	start := newEnv().Now()
+	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	err := f.store.AddAttempt(context.Background(), furrow.Attempt{DeliveryID: uuid.New(), WebhookID: f.webhook.ID,
+		EventID: furrow.NewEventID(), Attempt: 1, StatusCode: 200, AtMs: at(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := func(chain string, endedAt int64) furrow.ChainReport {
+		return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
+	}
+	runChainReports(t, f, []chainReport{
+		{3, fail("before", at(1))}, // ended before the delivery at minute 2
+		{4, fail("after", at(3))},  // ended after it
+	})
+	w := f.store.webhook(f.webhook.ID)
+	if !w.Enabled || w.ConsecutiveFailures != 1 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1 (the failure before the delivery not counted)", w.Enabled, w.ConsecutiveFailures)
+	}
+	if writes := f.store.Writes(); len(writes) != 1 || writes[0].Failures != 1 {
+		t.Fatalf("writes = %+v, want one, of 1 failure", writes)
+	}
+}
+
+// At the fifth failure too: a superseded failure does not disable.
+func TestWebhookSupersededFifthFailureDoesNotDisable(t *testing.T) {
+	f := newFixture("https://example.com", furrow.MaxFailedChains-1)
+	start := newEnv().Now()
+	err := f.store.AddAttempt(context.Background(), furrow.Attempt{DeliveryID: uuid.New(), WebhookID: f.webhook.ID,
+		EventID: furrow.NewEventID(), Attempt: 1, StatusCode: 204, AtMs: furrow.Millis(start.Add(2 * time.Minute))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runChainReports(t, f, []chainReport{{3, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 500,
+		Chain: "c", EndedAtMs: furrow.Millis(start.Add(time.Minute))}}})
+	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != furrow.MaxFailedChains-1 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled and unchanged", w.Enabled, w.ConsecutiveFailures)
 	}
 }

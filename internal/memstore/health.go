@@ -22,6 +22,18 @@ func (s *Store) AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]fu
 	})
 }
 
+// DeliveredAfter implements furrow.WebhookService.
+func (s *Store) DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error) {
+	return do(ctx, s, "DeliveredAfter", []any{webhookID, afterMs}, func() (bool, error) {
+		for _, a := range s.attempts {
+			if a.WebhookID == webhookID && !furrow.Skipped(a.Error) && furrow.Accepted(a.StatusCode) && a.AtMs > afterMs {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
 // attemptHealth summarizes one webhook's attempts as the store does; the
 // caller holds the lock.
 func (s *Store) attemptHealth(id uuid.UUID, sinceMs int64) furrow.AttemptHealth {

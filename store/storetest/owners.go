@@ -104,6 +104,29 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 				e.t.Fatalf("after a timeout: %+v", hs[0])
 			}
 		},
+		"DeliveredAfterSeesOnlyLaterDeliveries": func(e *env) {
+			f, _ := e.farm()
+			w, other := e.webhook(f.ID), e.webhook(f.ID)
+			now := e.clock.Now()
+			add := func(id uuid.UUID, status int, errText string, at time.Time) {
+				e.must(e.Webhooks.AddAttempt(e.ctx, furrow.Attempt{DeliveryID: uuid.New(), WebhookID: id, EventID: furrow.NewEventID(),
+					Attempt: 1, StatusCode: status, Error: errText, AtMs: furrow.Millis(at)}))
+			}
+			add(w.ID, 204, "", now.Add(-time.Hour))
+			add(w.ID, 500, "", now)
+			add(w.ID, 0, furrow.SkipWebhookDisabled, now.Add(time.Minute))
+			add(other.ID, 200, "", now.Add(time.Minute))
+			for _, c := range []struct {
+				after time.Time
+				want  bool
+			}{{now.Add(-2 * time.Hour), true}, {now.Add(-time.Hour), false}, {now.Add(-time.Minute), false}} {
+				got, err := e.Webhooks.DeliveredAfter(e.ctx, w.ID, furrow.Millis(c.after))
+				e.must(err)
+				if got != c.want {
+					e.t.Fatalf("DeliveredAfter(%s) = %v, want %v: only the 204 an hour ago was delivered", c.after, got, c.want)
+				}
+			}
+		},
 		"UpdateWebhookKeepsWhatIsLeftOut": func(e *env) {
 			f, _ := e.farm()
 			other, _ := e.farm()
