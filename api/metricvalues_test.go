@@ -329,6 +329,12 @@ func TestMetricValueIdempotencyKey(t *testing.T) {
 	if len(h.readings()) != 1 {
 		t.Fatalf("%d readings stored, want 1", len(h.readings()))
 	}
+	// Once the key is revoked, its retries are refused like any request of
+	// it, not answered from the idempotency key.
+	if _, err := h.store.RotateDeviceKey(context.Background(), h.farm, h.device.ID); err != nil {
+		t.Fatal(err)
+	}
+	expectError(t, post("reading-0001", body), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
 }
 
 // A request that runs out of its deadline, as when PostgreSQL is silent,

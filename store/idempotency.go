@@ -57,7 +57,7 @@ func (db *DB) CreateReadingOnce(ctx context.Context, r furrow.Reading, keyHash *
 		return refused[req] // Rolls the key back with the reading.
 	})
 	if errors.Is(err, errNotClaimed) {
-		original, err := db.keyedReading(ctx, r, once)
+		original, err := db.keyedReading(ctx, r, keyHash, once)
 		return original, furrow.OutboxEvent{}, err == nil, err
 	}
 	if err != nil {
@@ -82,14 +82,24 @@ func claimKey(ctx context.Context, tx pgx.Tx, r furrow.Reading, once furrow.Idem
 
 // keyedReading returns the reading stored under a used key, or ECONFLICT
 // when it was stored for another body.
-func (db *DB) keyedReading(ctx context.Context, r furrow.Reading, once furrow.Idempotency) (furrow.Reading, error) {
+func (db *DB) keyedReading(ctx context.Context, r furrow.Reading, keyHash *furrow.SecretHash, once furrow.Idempotency) (furrow.Reading, error) {
 	var fp []byte
+	var keyValid bool
 	out := furrow.Reading{DeviceID: r.DeviceID, FarmID: r.FarmID}
-	err := db.pool.QueryRow(ctx, `SELECT fingerprint, metric_id, value, ts_ms FROM idempotency_keys
-		WHERE device_id = $1 AND key = $2`, r.DeviceID, once.Key).Scan(&fp, &out.MetricID, &out.Value, &out.Timestamp)
+	var want []byte
+	if keyHash != nil {
+		want = keyHash[:]
+	}
+	err := db.pool.QueryRow(ctx, `SELECT k.fingerprint, k.metric_id, k.value, k.ts_ms, $3::bytea IS NULL OR d.key_hash = $3
+		FROM idempotency_keys k JOIN devices d ON d.id = k.device_id
+		WHERE k.device_id = $1 AND k.key = $2`, r.DeviceID, once.Key, want).Scan(&fp, &out.MetricID, &out.Value, &out.Timestamp, &keyValid)
 	if err != nil {
 		// Gone since (the device was deleted): as a missing device would be.
 		return furrow.Reading{}, translate(err, "create reading", "device")
+	}
+	if !keyValid {
+		// A replay answers only the device's current key, as a new reading does.
+		return furrow.Reading{}, errKeyRevoked
 	}
 	if !bytes.Equal(fp, once.Fingerprint[:]) {
 		return furrow.Reading{}, errKeyReused

@@ -56,6 +56,9 @@ func (s *Store) CreateReadingOnce(ctx context.Context, r furrow.Reading, keyHash
 		}
 		k := onceKey{r.DeviceID, once.Key}
 		if e, ok := s.once[k]; ok && e.reading.Timestamp >= s.nowMs()-furrow.IdempotencyWindow.Milliseconds() {
+			if d, ok := s.devices[r.DeviceID]; ok && keyHash != nil && *keyHash != d.key {
+				return stored{}, furrow.Errorf(furrow.EUNAUTHORIZED, "The key is no longer the device's.")
+			}
 			if e.fingerprint != once.Fingerprint {
 				return stored{}, furrow.Errorf(furrow.ECONFLICT, "The Idempotency-Key was already used for a different body.")
 			}

@@ -76,6 +76,20 @@ func Idempotency(t *testing.T, newSubject New) {
 				e.t.Fatalf("%d readings stored, want 3", n)
 			}
 		},
+		"RevokedKeyReplaysNothing": func(e *env) {
+			d, old := e.device("probe-1")
+			_, replayed, err := e.once(d, old, "k-1", "body", "1")
+			e.must(err)
+			_, err = e.Devices.RotateDeviceKey(e.ctx, d.FarmID, d.ID)
+			e.must(err)
+			// The same key and body again, with the revoked key: refused, as
+			// a new reading with it would be, not answered from the key.
+			_, replayed, err = e.once(d, old, "k-1", "body", "1")
+			e.wantCode(err, furrow.EUNAUTHORIZED, "CreateReadingOnce(replay with a revoked key)")
+			if replayed || e.count(d) != 1 {
+				e.t.Fatalf("replayed=%v, %d stored; want a refusal and the one reading", replayed, e.count(d))
+			}
+		},
 		"RevokedKeyStoresNothing": func(e *env) {
 			d, old := e.device("probe-1")
 			_, err := e.Devices.RotateDeviceKey(e.ctx, d.FarmID, d.ID)
