@@ -2,11 +2,15 @@ package devserver_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,15 +27,18 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	_ "modernc.org/sqlite" // to read the visibility file
 )
 
 const taskQueue = "devserver-test"
 
 var furrowAttributes = map[string]enums.IndexedValueType{
-	"FurrowWebhookId": enums.INDEXED_VALUE_TYPE_KEYWORD,
-	"FurrowEventId":   enums.INDEXED_VALUE_TYPE_KEYWORD,
-	"FurrowFarmId":    enums.INDEXED_VALUE_TYPE_KEYWORD,
-	"FurrowEventType": enums.INDEXED_VALUE_TYPE_KEYWORD,
+	"FurrowWebhookId":  enums.INDEXED_VALUE_TYPE_KEYWORD,
+	"FurrowEventId":    enums.INDEXED_VALUE_TYPE_KEYWORD,
+	"FurrowFarmId":     enums.INDEXED_VALUE_TYPE_KEYWORD,
+	"FurrowEventType":  enums.INDEXED_VALUE_TYPE_KEYWORD,
+	"FurrowOutcome":    enums.INDEXED_VALUE_TYPE_KEYWORD,
+	"FurrowLastStatus": enums.INDEXED_VALUE_TYPE_INT,
 }
 
 // levelRecorder is a slog.Handler that remembers the lowest level it saw.
@@ -129,6 +136,7 @@ func TestStartPersistsAcrossRestart(t *testing.T) {
 	c := connect(t, srv)
 	checkRetention(ctx, t, c, "default", devserver.DefaultRetention)
 	checkSearchAttributes(ctx, t, c, furrowAttributes)
+	checkSlotIndexes(ctx, t, c, opts.DataDir, len(furrowAttributes))
 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        "delivery/wh-1/ev-1",
@@ -165,10 +173,11 @@ func TestStartPersistsAcrossRestart(t *testing.T) {
 	c = connect(t, srv)
 	checkRetention(ctx, t, c, "default", 40*24*time.Hour)
 	checkSearchAttributes(ctx, t, c, more)
+	checkSlotIndexes(ctx, t, c, opts.DataDir, len(more))
 	waitListed(ctx, t, c, `FurrowWebhookId = "wh-1"`, "delivery/wh-1/ev-1")
 	// The attribute added just now is usable at once (the services refresh
-	// their copies for a while after an add), and lands on Keyword05, a slot
-	// whose index the dev server drops: found by a scan all the same.
+	// their copies for a while after an add), and its slot, whichever the
+	// server gave it, has its index (checked above).
 	extra, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        "delivery/wh-2/ev-2",
 		TaskQueue: taskQueue,
@@ -275,6 +284,47 @@ func checkSearchAttributes(ctx context.Context, t *testing.T, c client.Client, w
 	for name, typ := range want {
 		if got, ok := resp.GetCustomAttributes()[name]; !ok || got != typ {
 			t.Errorf("search attribute %s = %s (present %v); want %s", name, got, ok, typ)
+		}
+	}
+}
+
+// checkSlotIndexes checks that the visibility file in dir indexes exactly
+// the keyword and integer slots the namespace maps its n attributes to.
+func checkSlotIndexes(ctx context.Context, t *testing.T, c client.Client, dir string, n int) {
+	t.Helper()
+	desc, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+	if err != nil {
+		t.Fatalf("DescribeNamespace: %v", err)
+	}
+	mapped := desc.GetConfig().GetCustomSearchAttributeAliases()
+	if len(mapped) != n {
+		t.Fatalf("the namespace maps %v, want %d attributes", mapped, n)
+	}
+	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Opaque: filepath.Join(dir, "visibility.db")}).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'index'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	present := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		present[name] = true
+	}
+	for kind, slots := range map[string]int{"Keyword": 10, "Int": 3} {
+		for i := 1; i <= slots; i++ {
+			field := fmt.Sprintf("%s%02d", kind, i)
+			index := fmt.Sprintf("by_%s_%02d", strings.ToLower(kind), i)
+			if _, used := mapped[field]; used != present[index] {
+				t.Errorf("slot %s (%s) is mapped %v but its index %s is present %v", field, mapped[field], used, index, present[index])
+			}
 		}
 	}
 }

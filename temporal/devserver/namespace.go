@@ -79,7 +79,39 @@ func reconcileNamespace(ctx context.Context, r *resolved) error {
 	if err := ensureRetention(ctx, c.WorkflowService(), r); err != nil {
 		return err
 	}
-	return ensureSearchAttributes(ctx, c.OperatorService(), r)
+	if err := ensureSearchAttributes(ctx, c.OperatorService(), r); err != nil {
+		return err
+	}
+	if r.visFile == "" {
+		return nil
+	}
+	used, err := usedSlots(ctx, c.WorkflowService())
+	if err != nil {
+		return err
+	}
+	return fitSlotIndexes(r.visFile, used)
+}
+
+// usedSlots returns the custom search attribute slots (Keyword01, Int01…)
+// that some namespace maps an attribute to.
+func usedSlots(ctx context.Context, svc workflowservice.WorkflowServiceClient) (map[string]bool, error) {
+	used := map[string]bool{}
+	req := &workflowservice.ListNamespacesRequest{PageSize: 100}
+	for {
+		resp, err := svc.ListNamespaces(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("devserver: list namespaces: %w", err)
+		}
+		for _, ns := range resp.GetNamespaces() {
+			for field := range ns.GetConfig().GetCustomSearchAttributeAliases() {
+				used[field] = true
+			}
+		}
+		if len(resp.GetNextPageToken()) == 0 {
+			return used, nil
+		}
+		req.NextPageToken = resp.GetNextPageToken()
+	}
 }
 
 func ensureRetention(ctx context.Context, svc workflowservice.WorkflowServiceClient, r *resolved) error {
