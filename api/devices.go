@@ -101,16 +101,25 @@ func deviceFilter(r *http.Request) (f furrow.DeviceFilter, whole bool, err error
 
 // writeAllDevices answers every device of f's farm as one JSON array,
 // written while it is read a page at a time: a farm of a million devices
-// costs the server a page of memory, not the whole list. A failure before
-// the first device is answered as usual; after it, the status is sent, so
-// the connection is cut before the array closes and no client can take
-// what it got for the whole list.
+// costs the server a page of memory, not the whole list. Each page has the
+// request's deadline to be read and written, rather than the whole list
+// one: however large the farm, and however slowly the client reads, the
+// list goes on while each page does. A failure before the first device is
+// answered as usual; after it, the status is sent, so the connection is
+// cut before the array closes and no client can take what it got for the
+// whole list.
 func (s *server) writeAllDevices(w http.ResponseWriter, r *http.Request, f furrow.DeviceFilter) error {
 	f.Limit = furrow.MaxListLimit
 	now := s.Clock.Now()
+	rc := http.NewResponseController(w)
 	var out *bufio.Writer
 	for {
-		page, next, err := s.Devices.Devices(r.Context(), f)
+		ctx, cancel := s.stepContext(r)
+		// The server's write deadline bounds one request; here it bounds a
+		// page. A writer that cannot set it (a test's) keeps its own.
+		_ = rc.SetWriteDeadline(time.Now().Add(2 * s.cfg.RequestTimeout))
+		page, next, err := s.Devices.Devices(ctx, f)
+		cancel()
 		if err == nil && out == nil {
 			w.Header()["Content-Type"] = contentTypeJSON
 			w.WriteHeader(http.StatusOK)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/memstore"
@@ -114,5 +115,48 @@ func TestDevicesWholeListFailures(t *testing.T) {
 	if !strings.Contains(logs, "devices list cut off") || !strings.Contains(logs, "msg=request") ||
 		!strings.Contains(logs, "status=200") || !strings.Contains(logs, "aborted=true") {
 		t.Fatalf("the cut is not logged: %s", logs)
+	}
+}
+
+// The whole list gives each page the request's deadline, not the whole
+// list one: three pages each slower than half the deadline are answered
+// in full, while a page slower than the deadline still fails.
+func TestDevicesWholeListDeadlineIsPerPage(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RequestTimeout = 300 * time.Millisecond
+	h.rebuild()
+	var before []json.RawMessage
+	decode(t, h.user(h.viewer, "GET", h.farmPath("/devices"), ""), &before)
+	addDevices(t, h, 2*furrow.MaxListLimit+1)
+	want := len(before) + 2*furrow.MaxListLimit + 1
+	var pause atomic.Int64
+	pause.Store(int64(200 * time.Millisecond))
+	h.store.Fault(func(c memstore.Call) error {
+		if c.Method == "Devices" {
+			time.Sleep(time.Duration(pause.Load()))
+		}
+		return nil
+	})
+	srv := httptest.NewServer(h.handler)
+	defer srv.Close()
+	get := func() (int, []byte, error) {
+		q, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+h.farmPath("/devices"), nil)
+		q.Header.Set("Authorization", "Bearer "+h.viewer)
+		resp, err := srv.Client().Do(q)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, body, err
+	}
+	status, body, err := get()
+	var all []json.RawMessage
+	if err != nil || status != http.StatusOK || json.Unmarshal(body, &all) != nil || len(all) != want {
+		t.Fatalf("three pages of 200 ms under a 300 ms deadline: %d, %d devices, %v; want 200 and all %d", status, len(all), err, want)
+	}
+	pause.Store(int64(450 * time.Millisecond))
+	if status, body, err = get(); status != http.StatusInternalServerError {
+		t.Fatalf("a page slower than the deadline: %d %.60s %v; want 500", status, body, err)
 	}
 }

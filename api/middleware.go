@@ -115,10 +115,27 @@ func (s *server) deadline(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), undeadlinedKey{}, r.Context()), s.cfg.RequestTimeout)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// undeadlinedKey keys the request's context as it was before deadline
+// gave it the request's deadline: ended when the client goes, not by time.
+type undeadlinedKey struct{}
+
+// stepContext returns a context for one step of a response written in
+// steps (a page read of the whole devices list): the request's deadline
+// for that step alone, so that a long list is bounded by each step's
+// progress rather than by one deadline for the whole; it still ends when
+// the client goes.
+func (s *server) stepContext(r *http.Request) (context.Context, context.CancelFunc) {
+	base, ok := r.Context().Value(undeadlinedKey{}).(context.Context)
+	if !ok {
+		base = r.Context()
+	}
+	return context.WithTimeout(base, s.cfg.RequestTimeout)
 }
 
 // untimed lifts the server's read and write deadlines, which bound one
