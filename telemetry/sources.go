@@ -37,10 +37,10 @@ func (m *Metrics) WatchLive(s LiveStats) {
 	}
 	m.reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "furrow_live_published_total", Help: "Readings sent on the live-updates bus.",
+			Name: "furrow_live_published_total", Help: "Messages (readings and farm events) sent on the live-updates bus.",
 		}, func() float64 { return float64(s.Published()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "furrow_live_dropped_total", Help: "Readings the live-updates bus dropped (queue full or transport failed).",
+			Name: "furrow_live_dropped_total", Help: "Messages (readings and farm events) the live-updates bus dropped (queue full or transport failed).",
 		}, func() float64 { return float64(s.Dropped()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "furrow_live_connections", Help: "Open live-updates WebSocket connections.",

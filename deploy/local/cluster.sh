@@ -467,7 +467,7 @@ up() {
     say "starting $i"
     start_process "$i"
   done
-  say "registering namespace default (30-day retention) and the Furrow search attributes; trimming visibility indexes"
+  say "registering namespace ${FURROW_TEMPORAL_NAMESPACE:-default} (30-day retention) and the Furrow search attributes; trimming visibility indexes"
   "$RUN/bin/temporalsetup" -address "127.0.0.1:$TEMPORAL_PORT" -namespace "${FURROW_TEMPORAL_NAMESPACE:-default}" \
     -retention 720h -trim-visibility "$VISIBILITY_URL" >>"$RUN/logs/temporalsetup.log" 2>&1 ||
     die "Temporal setup failed (see $RUN/logs/temporalsetup.log)"
