@@ -454,20 +454,28 @@ func subscribedFarm(t *testing.T) (*testclock.Clock, *store.DB, string, fixture)
 // attached, so that the parent's is valid.
 func assertOtherTypesIndex(ctx context.Context, t *testing.T, conn *pgx.Conn) {
 	t.Helper()
-	var whole *string
+	assertPartitionIndex(ctx, t, conn, "0017", "events", "events_farm_other_occurred", "events_farm_type_occurred")
+}
+
+// assertPartitionIndex checks the end of a migration that builds index on
+// every partition of table in place of replaced: replaced is gone, and
+// every partition has its index, attached, so that the parent's is valid.
+func assertPartitionIndex(ctx context.Context, t *testing.T, conn *pgx.Conn, migration, table, index, replaced string) {
+	t.Helper()
+	var old *string
 	var valid bool
 	var missing int
-	err := conn.QueryRow(ctx, `SELECT to_regclass('events_farm_type_occurred')::text,
-		(SELECT indisvalid FROM pg_index WHERE indexrelid = 'events_farm_other_occurred'::regclass),
-		(SELECT count(*) FROM pg_inherits i WHERE i.inhparent = 'events'::regclass AND NOT EXISTS (
+	err := conn.QueryRow(ctx, `SELECT to_regclass($3)::text,
+		(SELECT indisvalid FROM pg_index WHERE indexrelid = $2::regclass),
+		(SELECT count(*) FROM pg_inherits i WHERE i.inhparent = $1::regclass AND NOT EXISTS (
 			SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
-			WHERE ii.inhparent = 'events_farm_other_occurred'::regclass AND x.indrelid = i.inhrelid))`).Scan(&whole, &valid, &missing)
+			WHERE ii.inhparent = $2::regclass AND x.indrelid = i.inhrelid))`, table, index, replaced).Scan(&old, &valid, &missing)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if whole != nil || !valid || missing != 0 {
-		t.Fatalf("after migration 0017: whole type index left %v, index of other types valid %v, %d partitions without it; want gone, valid, 0",
-			whole != nil, valid, missing)
+	if old != nil || !valid || missing != 0 {
+		t.Fatalf("after migration %s: %s left %v, %s valid %v, %d partitions without it; want gone, valid, 0",
+			migration, replaced, old != nil, index, valid, missing)
 	}
 }
 

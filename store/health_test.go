@@ -168,18 +168,7 @@ func TestMigrationOutcomeIndexOnAPopulatedLog(t *testing.T) {
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
-	var sent *string
-	var valid bool
-	var missing int
-	err := conn.QueryRow(ctx, `SELECT to_regclass('delivery_attempts_sent')::text,
-		(SELECT indisvalid FROM pg_index WHERE indexrelid = 'delivery_attempts_outcome'::regclass),
-		(SELECT count(*) FROM pg_inherits i WHERE i.inhparent = 'delivery_attempts'::regclass AND NOT EXISTS (
-			SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
-			WHERE ii.inhparent = 'delivery_attempts_outcome'::regclass AND x.indrelid = i.inhrelid))`).Scan(&sent, &valid, &missing)
-	if err != nil || sent != nil || !valid || missing != 0 {
-		t.Fatalf("after migration 0018: delivery_attempts_sent left %v, outcomes valid %v, %d partitions without it (%v); want gone, valid, 0",
-			sent != nil, valid, missing, err)
-	}
+	assertPartitionIndex(ctx, t, conn, "0018", "delivery_attempts", "delivery_attempts_outcome", "delivery_attempts_sent")
 	db, err := store.Open(ctx, url, store.Options{Clock: newClock()})
 	if err != nil {
 		t.Fatal(err)
