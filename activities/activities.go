@@ -16,8 +16,14 @@ import (
 // Temporal history.
 const (
 	// ErrorTypeRetryable marks an attempt that failed in a retried way:
-	// 5xx, 408, 429, timeout, connection failure, or an internal error.
+	// 5xx, 408, 429, timeout or connection failure.
 	ErrorTypeRetryable = "DeliveryRetryable"
+	// ErrorTypeUnsent marks an attempt that was never made: the webhook or
+	// the event could not be read (the database failed, or the key ring
+	// lacks the key that sealed the secret). It is retried on the schedule
+	// like ErrorTypeRetryable, but a chain that ends on it does not count
+	// toward furrow.MaxFailedChains: the endpoint was not tried.
+	ErrorTypeUnsent = "DeliveryUnsent"
 	// ErrorTypeRejected marks an answer that is never retried: other 4xx,
 	// 3xx.
 	ErrorTypeRejected = "DeliveryRejected"

@@ -77,7 +77,7 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	res := DeliverResult{Attempt: attempt}
 	w, e, body, skip, err := a.load(ctx, in)
 	if err != nil {
-		err = retryable(in.Schedule, attempt, 0, "could not load the delivery", err)
+		err = attemptError(ErrorTypeUnsent, in.Schedule, attempt, 0, "could not load the delivery", err)
 		a.observeAttempt(in, attempt, 0, err, 0)
 		return res, err
 	}
@@ -245,11 +245,25 @@ func attemptText(s sent) string {
 // retryable returns an ErrorTypeRetryable error whose next attempt comes after
 // the schedule's delay for attempt.
 func retryable(schedule []furrow.Duration, attempt, status int, msg string, cause error) error {
+	return attemptError(ErrorTypeRetryable, schedule, attempt, status, msg, cause)
+}
+
+// attemptError is a retried error of type typ (ErrorTypeRetryable or
+// ErrorTypeUnsent) for attempt, whose details hold the attempt and status
+// and whose NextRetryDelay is the schedule's.
+func attemptError(typ string, schedule []furrow.Duration, attempt, status int, msg string, cause error) error {
 	opts := temporal.ApplicationErrorOptions{Cause: cause, Details: []any{attempt, status}}
 	if attempt >= 1 && attempt <= len(schedule) {
 		opts.NextRetryDelay = time.Duration(schedule[attempt-1])
 	}
-	return temporal.NewApplicationErrorWithOptions(msg, ErrorTypeRetryable, opts)
+	return temporal.NewApplicationErrorWithOptions(msg, typ, opts)
+}
+
+// Unsent reports whether err is an attempt that was never made
+// (ErrorTypeUnsent).
+func Unsent(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == ErrorTypeUnsent
 }
 
 // transportError describes a failed request without the URL, which the

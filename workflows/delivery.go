@@ -31,6 +31,12 @@ const attemptsChange = "attempt-per-activity"
 // one up. Histories recorded before never wait.
 const pacingChange = "webhook-rate"
 
+// unsentChange versions how a chain that ends on an attempt never made
+// (activities.ErrorTypeUnsent: its webhook or event could not be read) is
+// counted: since it, not at all, for the endpoint was not tried. It is
+// asked only for such a chain, so no other history carries its marker.
+const unsentChange = "unsent-not-counted"
+
 // Revision is the revision of the delivery workflow's code that new starts
 // carry in DeliveryInput.Rev. A workflow started at revision 1 or later
 // takes every change above without asking for its version: each
@@ -95,7 +101,11 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 		out.Outcome, out.Error = furrow.OutcomeSkipped, res.SkipReason
 	}
 	workflow.SetCurrentDetails(ctx, c.ended(out))
-	if reported(in, out, res) {
+	// A chain whose last attempt was never made (its webhook or event could
+	// not be read) is not counted: the endpoint was not tried. The version
+	// is asked only then, so other histories carry no marker of it.
+	unsent := err != nil && activities.Unsent(err) && workflow.GetVersion(ctx, unsentChange, workflow.DefaultVersion, 1) >= 1
+	if reported(in, out, res) && !unsent {
 		if err := report(ctx, in, out); err != nil {
 			return out, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/internal/memstore"
 	ftemporal "github.com/furrowhq/furrow/temporal"
 	"github.com/furrowhq/furrow/workflows"
 )
@@ -217,5 +219,27 @@ func assertReports(t *testing.T, f *fixture, failed bool, status int) {
 	got := reports[0]
 	if got.EndedAtMs = 0; got != want {
 		t.Errorf("reports = %+v, want [%+v]", reports, want)
+	}
+}
+
+// A chain whose attempts could not be made, its webhook unreadable (a
+// database down, a key ring without the secret's key), follows the
+// schedule and ends failed, but is not reported: it does not count toward
+// disabling a webhook that was never tried.
+func TestDeliveryUnsentChainIsNotCounted(t *testing.T) {
+	srv, hits := endpoint(t, 200)
+	f := newFixture(srv.URL, furrow.MaxFailedChains-1)
+	f.store.Fault(func(c memstore.Call) error {
+		if c.Method == "AttemptParts" {
+			return errors.New("store: webhook w: its secret is sealed with key \"k2\" and no key ring is configured")
+		}
+		return nil
+	})
+	res := runDelivery(t, f, srv.Client(), nil)
+	if res.Outcome != furrow.OutcomeFailed || res.Attempts != 8 || hits.Load() != 0 || !strings.Contains(res.Error, "could not load") {
+		t.Fatalf("got %+v after %d hits, want failed after 8 attempts that sent nothing", res, hits.Load())
+	}
+	if reports := f.reporter.Reports(); len(reports) != 0 {
+		t.Fatalf("reports = %+v, want none", reports)
 	}
 }
