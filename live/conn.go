@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,19 +36,25 @@ type conn struct {
 	kill      chan closeReason // holds the first failure
 	failed    atomic.Bool
 	// topics is owned by the reader goroutine until it ends; pending holds
-	// the cancellation of the wait of each topic not yet confirmed.
+	// the wait of each topic whose confirmation did not come in time.
 	topics  map[Topic]struct{}
-	pending map[Topic]context.CancelFunc
-	// recent holds the last data messages sent, so that a reading matching
-	// several of the connection's topics is sent once.
+	pending map[Topic]pendingWatch
+	// recent holds the hashes of the last data messages sent, so that a
+	// reading matching several of the connection's topics is sent once;
+	// hashes, not copies, since an event's message may be 64 KiB and every
+	// connection would hold sixteen.
 	mu     sync.Mutex
-	recent [recentMessages]string
+	recent [recentMessages]uint64
 	next   int
 }
 
 // recentMessages bounds the duplicate check: a reading's topics are
 // published one right after the other.
 const recentMessages = 16
+
+// recentSeed seeds the hashes of recent messages, one per process: two
+// different messages share a 64-bit hash about once in 2^64 pairs.
+var recentSeed = maphash.MakeSeed()
 
 type closeReason struct {
 	code   websocket.StatusCode
@@ -76,7 +83,7 @@ func newConn(s *Server, ws *websocket.Conn, authorize func(context.Context, Topi
 		send:    make(chan []byte, s.d.SendBuffer),
 		kill:    make(chan closeReason, 1),
 		topics:  make(map[Topic]struct{}),
-		pending: make(map[Topic]context.CancelFunc),
+		pending: make(map[Topic]pendingWatch),
 	}
 }
 
@@ -102,12 +109,13 @@ func (c *conn) queue(msg []byte) {
 func (c *conn) seen(msg []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	h := maphash.Bytes(recentSeed, msg)
 	for _, r := range c.recent {
-		if r == string(msg) {
+		if r == h {
 			return true
 		}
 	}
-	c.recent[c.next] = string(msg)
+	c.recent[c.next] = h
 	c.next = (c.next + 1) % recentMessages
 	return false
 }
@@ -213,9 +221,27 @@ func (c *conn) readLoop(ctx context.Context) {
 	}
 }
 
-// subscribe authorizes and subscribes one topic and tells the client.
+// pendingWatch is a subscription the bus has not confirmed in time: ready
+// closes when it does, cancel ends the wait for it.
+type pendingWatch struct {
+	ready  <-chan struct{}
+	cancel context.CancelFunc
+}
+
+// subscribe authorizes and subscribes one topic and tells the client. A
+// topic subscribed already is answered as it stands: subscribed once the
+// bus confirmed it, the bus's error while it has not, so that a client
+// retrying after that error is not told it is live before it is.
 func (c *conn) subscribe(ctx context.Context, t Topic) {
 	if _, ok := c.topics[t]; ok {
+		if p, waiting := c.pending[t]; waiting {
+			select {
+			case <-p.ready:
+			default:
+				c.reply(serverMessage{Type: "error", Topic: t.String(), Error: furrow.EINTERNAL, Reason: busUnavailable})
+				return
+			}
+		}
 		c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
 		return
 	}
@@ -241,7 +267,7 @@ func (c *conn) subscribe(ctx context.Context, t Topic) {
 	}
 	c.reply(serverMessage{Type: "error", Topic: t.String(), Error: furrow.EINTERNAL, Reason: busUnavailable})
 	pctx, cancel := context.WithCancel(ctx)
-	c.pending[t] = cancel
+	c.pending[t] = pendingWatch{ready: ready, cancel: cancel}
 	go func() {
 		select {
 		case <-ready:
@@ -254,8 +280,8 @@ func (c *conn) subscribe(ctx context.Context, t Topic) {
 func (c *conn) unsubscribe(t Topic) {
 	if _, ok := c.topics[t]; ok {
 		delete(c.topics, t)
-		if cancel, ok := c.pending[t]; ok {
-			cancel()
+		if p, ok := c.pending[t]; ok {
+			p.cancel()
 			delete(c.pending, t)
 		}
 		c.srv.d.Bus.Unsubscribe(t, c)

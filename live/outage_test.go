@@ -74,6 +74,12 @@ func TestSubscribeDuringRedisOutage(t *testing.T) {
 			if m.Type != "error" || m.Topic != topic.String() || m.Error != "internal_error" || m.Reason == "" {
 				t.Fatalf("got %+v, want an error for %s", m, topic)
 			}
+			// Asking again while the bus is still down is not answered as
+			// live: the subscription stands, unconfirmed.
+			send(t, ws, map[string]string{"type": "subscribe", "topic": topic.String()})
+			if m := readWithin(t, ws, 5*time.Second); m.Type != "error" || m.Topic != topic.String() || m.Error != "internal_error" {
+				t.Fatalf("a repeated subscribe during the outage: %+v, want the bus's error", m)
+			}
 			p.Restore()
 			m = readWithin(t, ws, 30*time.Second)
 			if m.Type != "subscribed" || m.Topic != topic.String() {
