@@ -186,3 +186,34 @@ func TestMigrationOutcomeIndexOnAPopulatedLog(t *testing.T) {
 		t.Fatalf("Migrate again: %v", err)
 	}
 }
+
+// Migration 0015 makes delivery_attempts_sent on the parent only: a
+// database that migrates past 0015 and 0018 in one run builds no index on
+// its existing attempts that 0018 would then drop, holding up the log's
+// writes meanwhile. 0018 still ends with its own index everywhere.
+func TestMigration0015BuildsNothingOnExistingAttempts(t *testing.T) {
+	ctx := context.Background()
+	url, conn := dbUpTo(t, "0014_events_partitioned.sql")
+	for _, q := range []string{
+		"CREATE TABLE delivery_attempts_p_early PARTITION OF delivery_attempts FOR VALUES FROM (0) TO (86400000)",
+		`INSERT INTO delivery_attempts (delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms)
+			SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, 200, '', '', 1, g FROM generate_series(1, 100) g`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.MigrateUpTo(ctx, url, "0015_webhook_owner_tools.sql"); err != nil {
+		t.Fatal(err)
+	}
+	var built int
+	err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_index x JOIN pg_inherits i ON i.inhrelid = x.indexrelid
+		WHERE i.inhparent = 'delivery_attempts_sent'::regclass`).Scan(&built)
+	if err != nil || built != 0 {
+		t.Fatalf("0015 built delivery_attempts_sent on %d existing partitions (%v), want none", built, err)
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	assertPartitionIndex(ctx, t, conn, "0018", "delivery_attempts", "delivery_attempts_outcome", "delivery_attempts_sent")
+}

@@ -270,6 +270,13 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, e
 		count = "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = '" + ident + "'::regclass"
 	}
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		// Counted before the lock that every process's partition creation
+		// takes too: an exact count of a day of the delivery log takes
+		// seconds, and the first write of each day would wait on it. No row
+		// is written into a day this old meanwhile.
+		if err := tx.QueryRow(ctx, count).Scan(&n); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
@@ -286,9 +293,6 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, e
 			if keep, err := p.keep(ctx, tx, name); err != nil || keep {
 				return cmp.Or(err, errKept)
 			}
-		}
-		if err := tx.QueryRow(ctx, count).Scan(&n); err != nil {
-			return err
 		}
 		_, err := tx.Exec(ctx, "DROP TABLE "+ident)
 		return err

@@ -16,7 +16,15 @@ CREATE INDEX webhook_test_events_occurred ON webhook_test_events (occurred_at_ms
 -- ones, whose error starts with "skipped: "), by webhook and time, with the
 -- status and duration the summary reads, so that it is an index-only range
 -- scan of one webhook's last day.
-CREATE INDEX delivery_attempts_sent ON delivery_attempts (webhook_id, at_ms)
+--
+-- Migration 0018 replaces this index with delivery_attempts_outcome, built
+-- without blocking writes, and drops it. So it is made on the parent only
+-- (instant, and never valid): built here on every partition, in this
+-- transaction, it held up every write of the delivery log while a
+-- database that migrates past 0015 and 0018 in one run built an index it
+-- then drops. A database that applied 0015 before 0018 existed has it
+-- whole until 0018 drops it.
+CREATE INDEX delivery_attempts_sent ON ONLY delivery_attempts (webhook_id, at_ms)
     INCLUDE (status_code, duration_ms) WHERE error NOT LIKE 'skipped: %';
 
 -- The delivery rate the owner chooses: at most this many attempts a second
