@@ -35,10 +35,15 @@ type conn struct {
 	send      chan []byte
 	kill      chan closeReason // holds the first failure
 	failed    atomic.Bool
-	// topics is owned by the reader goroutine until it ends; pending holds
-	// the wait of each topic whose confirmation did not come in time.
-	topics  map[Topic]struct{}
-	pending map[Topic]pendingWatch
+	// requests carries the client's subscribes and unsubscribes from the
+	// reader to the subscriber goroutine, which owns topics and pending
+	// until it ends: a subscribe may wait seconds on the bus, and the
+	// reader must go on reading meanwhile, or the pongs it reads would not
+	// be, and the connection would be closed for a missing pong. pending
+	// holds the wait of each topic whose confirmation did not come in time.
+	requests chan request
+	topics   map[Topic]struct{}
+	pending  map[Topic]pendingWatch
 	// recent holds the hashes of the last data messages sent, so that a
 	// reading matching several of the connection's topics is sent once;
 	// hashes, not copies, since an event's message may be 64 KiB and every
@@ -80,12 +85,24 @@ func newConn(s *Server, ws *websocket.Conn, authorize func(context.Context, Topi
 	ws.SetReadLimit(maxClientMessage)
 	return &conn{
 		srv: s, ws: ws, authorize: authorize,
-		send:    make(chan []byte, s.d.SendBuffer),
-		kill:    make(chan closeReason, 1),
-		topics:  make(map[Topic]struct{}),
-		pending: make(map[Topic]pendingWatch),
+		send:     make(chan []byte, s.d.SendBuffer),
+		kill:     make(chan closeReason, 1),
+		requests: make(chan request, maxRequests),
+		topics:   make(map[Topic]struct{}),
+		pending:  make(map[Topic]pendingWatch),
 	}
 }
+
+// request is a subscribe (or, with unsubscribe set, an unsubscribe) of
+// topic that the subscriber goroutine carries out.
+type request struct {
+	topic       Topic
+	unsubscribe bool
+}
+
+// maxRequests bounds the subscribes and unsubscribes a connection may have
+// waiting: a client past it is closed with 1008, as one too slow to read.
+const maxRequests = 2 * MaxTopics
 
 // Send queues a data message without blocking, once even when it matches
 // several of the connection's topics.
@@ -130,13 +147,28 @@ func (c *conn) fail(code websocket.StatusCode, reason string) {
 // run serves the connection until it ends, then drops its subscriptions.
 func (c *conn) run(initial []Topic) {
 	ctx, cancel := context.WithCancel(context.Background())
+	for _, t := range initial { // at most MaxTopics, fewer than maxRequests
+		c.requests <- request{topic: t}
+	}
+	subscriberDone := make(chan struct{})
+	go func() {
+		defer close(subscriberDone)
+		for r := range c.requests {
+			if ctx.Err() != nil {
+				continue // drained: the connection is ending
+			}
+			if r.unsubscribe {
+				c.unsubscribe(r.topic)
+			} else {
+				c.subscribe(ctx, r.topic)
+			}
+		}
+	}()
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
 		defer cancel()
-		for _, t := range initial {
-			c.subscribe(ctx, t)
-		}
+		defer close(c.requests)
 		c.readLoop(ctx)
 	}()
 	why := c.writeLoop(ctx)
@@ -148,6 +180,7 @@ func (c *conn) run(initial []Topic) {
 	_ = c.ws.Close(why.code, why.reason)
 	cancel()
 	<-readerDone
+	<-subscriberDone
 	for t := range c.topics {
 		c.srv.d.Bus.Unsubscribe(t, c)
 	}
@@ -210,13 +243,21 @@ func (c *conn) readLoop(ctx context.Context) {
 			c.replyError(m.Topic, err)
 			continue
 		}
+		var r request
 		switch m.Type {
 		case "subscribe":
-			c.subscribe(ctx, t)
+			r = request{topic: t}
 		case "unsubscribe":
-			c.unsubscribe(t)
+			r = request{topic: t, unsubscribe: true}
 		default:
 			c.reply(serverMessage{Type: "error", Topic: m.Topic, Error: furrow.EINVALID, Reason: "The type must be subscribe or unsubscribe."})
+			continue
+		}
+		select {
+		case c.requests <- r:
+		default:
+			c.fail(websocket.StatusPolicyViolation, "too many subscribes waiting")
+			return
 		}
 	}
 }

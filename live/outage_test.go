@@ -93,3 +93,54 @@ func TestSubscribeDuringRedisOutage(t *testing.T) {
 		})
 	}
 }
+
+// Subscribes that wait on a Redis that does not answer do not stop the
+// connection's reading: the pongs to the server's pings are still read,
+// so the connection stands, answered with the bus's error for each topic.
+func TestSubscribesDuringAnOutageKeepTheConnection(t *testing.T) {
+	c, p := proxiedRedis(t)
+	p.Blackhole()
+	bus := redisBus(t, c, testPrefix())
+	w := newWorld(t, bus, live.Deps{PingInterval: 300 * time.Millisecond, PongTimeout: 700 * time.Millisecond})
+	topics := []live.Topic{live.FarmTopic(w.farmA), live.EventsTopic(w.farmA)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, w.url(topics...), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	// The client reads all along, as it must to answer pings.
+	msgs, failed := make(chan []byte, 8), make(chan error, 1)
+	go func() {
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				failed <- err
+				return
+			}
+			msgs <- b
+		}
+	}()
+	errorsFor := map[string]bool{}
+	for len(errorsFor) < len(topics) {
+		select {
+		case b := <-msgs:
+			var m struct{ Type, Topic, Error string }
+			if err := json.Unmarshal(b, &m); err != nil || m.Type != "error" || m.Error != "internal_error" {
+				t.Fatalf("got %s, want the bus's error", b)
+			}
+			errorsFor[m.Topic] = true
+		case err := <-failed:
+			t.Fatalf("the connection ended after %d of %d topics' answers: %v", len(errorsFor), len(topics), err)
+		case <-ctx.Done():
+			t.Fatal("no answer for every topic within 30 s")
+		}
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("the connection ended after the answers: %v", err)
+	case <-time.After(time.Second):
+	}
+}
