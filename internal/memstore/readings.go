@@ -127,8 +127,9 @@ func (s *Store) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.
 			farm, edge = farm[:scan], &last
 		}
 		var p page[furrow.Reading, furrow.Cursor]
+		// farm is after the cursor already.
 		p.rows, p.next = newestPage(slices.DeleteFunc(farm, func(r reading) bool { return !matches(r, f) }), place,
-			f.Before, f.Limit, func(r reading) furrow.Reading { return r.Reading })
+			nil, f.Limit, func(r reading) furrow.Reading { return r.Reading })
 		if p.next == nil {
 			p.next = edge
 		}
