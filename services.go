@@ -263,4 +263,7 @@ type Retention interface {
 	// partitions that end at or before it. It returns about how many
 	// readings went.
 	PruneReadings(ctx context.Context, before time.Time) (int64, error)
+	// PruneIdempotencyKeys removes the idempotency keys of readings older
+	// than before, of every device, and returns how many went.
+	PruneIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
 }

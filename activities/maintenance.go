@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -54,28 +55,46 @@ type PruneResult struct {
 	Events   int64
 	// Readings is about how many readings went, by whole day partitions.
 	Readings int64
+	// IdempotencyKeys counts the expired idempotency keys of readings
+	// removed.
+	IdempotencyKeys int64
 }
 
 // Prune removes delivery attempts and dispatched outbox events older than
-// in.Keep. Both go by whole day partitions, so the cost does not grow with
-// the tables; a day still holding an undispatched event is kept.
+// in.Keep, readings older than in.KeepReadings, and expired idempotency
+// keys. The first three go by whole day partitions, so the cost does not
+// grow with the tables; a day still holding an undispatched event is
+// kept. Each step runs whatever became of the others, so one table's
+// trouble never stops the rest, and a failed step fails the attempt for
+// Temporal to retry.
 func (a *Activities) Prune(ctx context.Context, in PruneInput) (PruneResult, error) {
-	before := a.Clock.Now().Add(-time.Duration(in.Keep))
-	var r PruneResult
-	var err error
-	if r.Attempts, err = a.Webhooks.PruneAttempts(ctx, before); err != nil {
-		return r, fmt.Errorf("prune attempts: %w", err)
-	}
-	if r.Events, err = a.Retention.PruneEvents(ctx, before); err != nil {
-		return r, fmt.Errorf("prune events: %w", err)
-	}
+	now := a.Clock.Now()
+	before := now.Add(-time.Duration(in.Keep))
 	var readingsBefore time.Time // zero keeps readings, and still creates the coming days' partitions
 	if in.KeepReadings > 0 {
-		readingsBefore = a.Clock.Now().Add(-time.Duration(in.KeepReadings))
+		readingsBefore = now.Add(-time.Duration(in.KeepReadings))
 	}
-	if r.Readings, err = a.Retention.PruneReadings(ctx, readingsBefore); err != nil {
-		return r, fmt.Errorf("prune readings: %w", err)
+	var r PruneResult
+	steps := []struct {
+		name string
+		into *int64
+		run  func(context.Context, time.Time) (int64, error)
+		at   time.Time
+	}{
+		{"attempts", &r.Attempts, a.Webhooks.PruneAttempts, before},
+		{"events", &r.Events, a.Retention.PruneEvents, before},
+		{"readings", &r.Readings, a.Retention.PruneReadings, readingsBefore},
+		{"idempotency keys", &r.IdempotencyKeys, a.Retention.PruneIdempotencyKeys, now.Add(-furrow.IdempotencyWindow)},
 	}
-	a.logger().InfoContext(ctx, "retention pruned", "attempts", r.Attempts, "events", r.Events, "readings", r.Readings, "before", before)
-	return r, nil
+	var errs []error
+	for _, s := range steps {
+		n, err := s.run(ctx, s.at)
+		*s.into = n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prune %s: %w", s.name, err))
+		}
+	}
+	a.logger().InfoContext(ctx, "retention pruned", "attempts", r.Attempts, "events", r.Events,
+		"readings", r.Readings, "idempotency_keys", r.IdempotencyKeys, "before", before)
+	return r, errors.Join(errs...)
 }

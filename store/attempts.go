@@ -142,10 +142,7 @@ func scanAttempt(r pgx.Row) (furrow.Attempt, error) {
 // The test events, which only attempts refer to, go when they are older
 // than before.
 func (db *DB) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
-	n, _, err := db.attemptParts.prune(ctx, db, before)
-	if err != nil {
-		return n, err
-	}
-	_, err = db.pruneTestEvents(ctx, furrow.Millis(before))
-	return n, err
+	r, err := db.attemptParts.prune(ctx, db, before)
+	_, testErr := db.pruneTestEvents(ctx, furrow.Millis(before))
+	return r.rows, errors.Join(err, testErr)
 }

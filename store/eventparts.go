@@ -149,15 +149,15 @@ func (db *DB) PruneEvents(ctx context.Context, before time.Time) (int64, error) 
 	if _, err := db.raiseOutboxFloor(ctx); err != nil {
 		return 0, err
 	}
-	n, kept, err := db.eventParts.prune(ctx, db, before)
-	if err != nil {
-		return n, translate(err, "prune events", "event")
-	}
-	if len(kept) > 0 {
+	r, err := db.eventParts.prune(ctx, db, before)
+	if len(r.kept) > 0 {
 		db.log.Warn("store: event partitions past retention kept: they hold undispatched events",
-			"partitions", kept)
+			"partitions", r.kept)
 	}
-	return n, translate(db.validateEventKey(ctx), "prune events", "event")
+	if err != nil {
+		return r.rows, translate(err, "prune events", "event")
+	}
+	return r.rows, translate(db.validateEventKey(ctx), "prune events", "event")
 }
 
 // validateEventKey marks the parent index of the events key valid once

@@ -106,3 +106,9 @@ func WriterPlans(ctx context.Context, db *DB) (generic, custom int64, err error)
 		FROM pg_prepared_statements WHERE statement LIKE '%INSERT INTO readings%'`).Scan(&generic, &custom)
 	return generic, custom, err
 }
+
+// PruneIdempotencyKeysBy is PruneIdempotencyKeys looking at batch devices
+// a statement.
+func PruneIdempotencyKeysBy(ctx context.Context, db *DB, before time.Time, batch int) (int64, error) {
+	return db.pruneKeys(ctx, before, batch)
+}

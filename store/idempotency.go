@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
@@ -105,4 +107,43 @@ func (db *DB) keyedReading(ctx context.Context, r furrow.Reading, keyHash *furro
 		return furrow.Reading{}, errKeyReused
 	}
 	return out, nil
+}
+
+// pruneKeysBatch is how many devices one statement of
+// PruneIdempotencyKeys looks at.
+const pruneKeysBatch = 1000
+
+// PruneIdempotencyKeys removes the keys older than before of every device,
+// a batch of devices at a time in device order, each a probe of the
+// (device_id, ts_ms) index. A device removes its own expired keys when it
+// claims a new one; this catches those that stopped sending keyed readings.
+func (db *DB) PruneIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
+	return db.pruneKeys(ctx, before, pruneKeysBatch)
+}
+
+func (db *DB) pruneKeys(ctx context.Context, before time.Time, batch int) (int64, error) {
+	var total int64
+	var after uuid.UUID // the nil UUID sorts first
+	for {
+		ids, n, err := db.pruneKeysAfter(ctx, after, before, batch)
+		total += n
+		if err != nil || len(ids) < batch {
+			return total, translate(err, "prune idempotency keys", "device")
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// pruneKeysAfter removes the keys older than before of the batch devices
+// after after, and returns those devices' ids.
+func (db *DB) pruneKeysAfter(ctx context.Context, after uuid.UUID, before time.Time, batch int) ([]uuid.UUID, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	rows, _ := db.pool.Query(ctx, "SELECT id FROM devices WHERE id > $1 ORDER BY id LIMIT $2", after, batch)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil || len(ids) == 0 {
+		return ids, 0, err
+	}
+	tag, err := db.pool.Exec(ctx, "DELETE FROM idempotency_keys WHERE device_id = ANY ($1) AND ts_ms < $2", ids, furrow.Millis(before))
+	return ids, tag.RowsAffected(), err
 }

@@ -113,7 +113,7 @@ func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatienc
 		attempts, readings, events := newDayPartitions()
 		for _, p := range []*dayPartitions{attempts, readings, events} {
 			err := patiently(ctx, patience, p.parent+" partitions", func() error {
-				return p.ensureAhead(ctx, conn, time.Now())
+				return p.ensureAhead(ctx, conn, time.Now(), patience.timeout)
 			})
 			if err != nil {
 				return fmt.Errorf("store: migrate: %w", err)

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// partitionsAhead is how many days of partitions exist ahead of today, so
-// that inserts rarely create one.
+// partitionsAhead is how many days of partitions, today's first, retention
+// keeps made, so that inserts rarely create one.
 const partitionsAhead = 3
 
 // partitionLockKey serializes partition DDL across processes.
@@ -62,9 +62,8 @@ func (p *dayPartitions) name(day time.Time) string {
 	return p.prefix + day.UTC().Format("20060102")
 }
 
-// ensure creates the partitions of the days of stamps (ms) and of the
-// partitionsAhead days from the first, those not known to exist. It costs
-// a map lookup when they all are.
+// ensure creates the partitions of the days of stamps (ms) not known to
+// exist. It costs a map lookup when they all are.
 func (p *dayPartitions) ensure(ctx context.Context, db *DB, stamps ...int64) error {
 	var days []time.Time
 	for _, ms := range stamps {
@@ -75,7 +74,7 @@ func (p *dayPartitions) ensure(ctx context.Context, db *DB, stamps ...int64) err
 	if len(days) == 0 {
 		return nil
 	}
-	return p.create(ctx, db.pool, days)
+	return p.create(ctx, db.pool, days, lockTimeout)
 }
 
 // withPartitions runs write once the day partitions of stamps exist in
@@ -105,13 +104,14 @@ func (db *DB) withPartitions(ctx context.Context, stamps []int64, write func() e
 	return err
 }
 
-// ensureAhead creates the partitions of the partitionsAhead days from now.
-func (p *dayPartitions) ensureAhead(ctx context.Context, db beginner, now time.Time) error {
+// ensureAhead creates the partitions of the partitionsAhead days from now,
+// waiting at most wait for the parent's lock.
+func (p *dayPartitions) ensureAhead(ctx context.Context, db beginner, now time.Time, wait time.Duration) error {
 	days := make([]time.Time, partitionsAhead)
 	for i := range days {
 		days[i] = utcDay(now).AddDate(0, 0, i)
 	}
-	return p.create(ctx, db, days)
+	return p.create(ctx, db, days, wait)
 }
 
 func (p *dayPartitions) isKnown(day time.Time) bool {
@@ -129,13 +129,14 @@ type beginner interface {
 }
 
 // create makes the missing partitions of days, under a lock that keeps
-// processes from racing on the same DDL.
-func (p *dayPartitions) create(ctx context.Context, db beginner, days []time.Time) error {
+// processes from racing on the same DDL, waiting at most wait for the
+// parent's lock.
+func (p *dayPartitions) create(ctx context.Context, db beginner, days []time.Time, wait time.Duration) error {
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
-		if err := setLockTimeout(ctx, tx, lockTimeout); err != nil {
+		if err := setLockTimeout(ctx, tx, wait); err != nil {
 			return err
 		}
 		existing, err := p.list(ctx, tx)
@@ -228,35 +229,60 @@ func setLockTimeout(ctx context.Context, tx pgx.Tx, d time.Duration) error {
 	return err
 }
 
+// retentionLockTimeout bounds retention's own waits for a table's lock, as
+// a write of the table queues behind each such wait: a second, where the
+// request deadline is 5 s. What it could not lock waits for the next run,
+// an hour later, long before it matters.
+const retentionLockTimeout = time.Second
+
+// pruned is what one prune did.
+type pruned struct {
+	rows int64    // held by the dropped partitions (estimated when p.estimate)
+	kept []string // past the cutoff but kept by p.keep
+	busy []string // partitions, or "ahead", left for the next run: their lock was held
+}
+
 // prune creates the partitions ahead of now, then drops every partition
-// that ends at or before before, each in its own short transaction, and
-// returns how many rows they held (estimated when p.estimate) and the
-// partitions that p.keep kept.
-func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (int64, []string, error) {
-	if err := p.ensureAhead(ctx, db.pool, db.clock.Now()); err != nil {
-		return 0, nil, err
+// that ends at or before before (unless before is zero), each in its own
+// short transaction. A step whose lock is held past retentionLockTimeout
+// is left for the next run (pruned.busy); any other failure is returned,
+// after the other partitions were tried all the same.
+func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (pruned, error) {
+	var r pruned
+	var errs []error
+	if err := p.ensureAhead(ctx, db.pool, db.clock.Now(), retentionLockTimeout); sqlState(err) == pgLockNotAvailable {
+		r.busy = append(r.busy, "ahead")
+	} else if err != nil {
+		errs = append(errs, err)
+	}
+	if before.IsZero() {
+		return r, errors.Join(errs...)
 	}
 	parts, err := p.list(ctx, db.pool)
 	if err != nil {
-		return 0, nil, err
+		return r, errors.Join(append(errs, err)...)
 	}
-	var total int64
-	var kept []string
 	for _, pt := range parts {
 		if pt.to > before.UnixMilli() {
 			continue
 		}
 		n, err := p.drop(ctx, db, pt.name)
-		if errors.Is(err, errKept) {
-			kept = append(kept, pt.name)
-			continue
+		switch {
+		case errors.Is(err, errKept):
+			r.kept = append(r.kept, pt.name)
+		case sqlState(err) == pgLockNotAvailable:
+			r.busy = append(r.busy, pt.name)
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			r.rows += n
 		}
-		if err != nil {
-			return total, kept, err
-		}
-		total += n
 	}
-	return total, kept, nil
+	if len(r.busy) > 0 {
+		db.log.Warn("store: retention left partitions for its next run: a long transaction held the table",
+			"table", p.parent, "partitions", r.busy)
+	}
+	return r, errors.Join(errs...)
 }
 
 // errKept rolls back the drop of a partition that p.keep keeps.
@@ -280,7 +306,7 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, e
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
 			return err
 		}
-		if err := setLockTimeout(ctx, tx, lockTimeout); err != nil {
+		if err := setLockTimeout(ctx, tx, retentionLockTimeout); err != nil {
 			return err
 		}
 		if p.keep != nil {

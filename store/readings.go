@@ -100,9 +100,6 @@ func readingsQuery(cols string, f furrow.ReadingFilter, before, edge *furrow.Cur
 // the cost does not grow with the table. The count returned is the
 // planner's estimate of the rows dropped.
 func (db *DB) PruneReadings(ctx context.Context, before time.Time) (int64, error) {
-	if before.IsZero() {
-		return 0, db.readingParts.ensureAhead(ctx, db.pool, db.clock.Now())
-	}
-	n, _, err := db.readingParts.prune(ctx, db, before)
-	return n, err
+	r, err := db.readingParts.prune(ctx, db, before)
+	return r.rows, err
 }

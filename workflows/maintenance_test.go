@@ -3,6 +3,8 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +222,42 @@ func TestRetentionDropsExpiredReadingsOnlyWhenAsked(t *testing.T) {
 	run(30 * 24 * time.Hour)
 	if got := values(); len(got) != 1 || got[0] != "recent" {
 		t.Fatalf("readings after a 30-day retention: %v, want only the recent one", got)
+	}
+}
+
+// failingAttempts is the real store but for the delivery log's retention.
+type failingAttempts struct{ *pgstore.DB }
+
+func (failingAttempts) PruneAttempts(context.Context, time.Time) (int64, error) {
+	return 0, errors.New("the delivery log is unreachable")
+}
+
+// One table's failure never stops the other steps of retention, and still
+// fails the run.
+func TestRetentionRunsEveryStepWhenOneFails(t *testing.T) {
+	ctx := context.Background()
+	db, clock := maintenanceStore(t)
+	user, _, _ := db.CreateUser(ctx, "o@example.com")
+	farm, err := db.CreateFarm(ctx, user.ID, "farm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, _, err := db.CreateDevice(ctx, farm.ID, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := furrow.Reading{FarmID: farm.ID, DeviceID: dev.ID, MetricID: 1, Value: "1"}
+	if _, _, _, err := db.CreateReadingOnce(ctx, r, nil, furrow.Idempotency{Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(furrow.IdempotencyWindow + time.Hour)
+	env := newEnv()
+	env.RegisterActivity(&activities.Activities{Webhooks: failingAttempts{db}, Retention: db, Clock: clock})
+	env.ExecuteWorkflow(workflows.Retention, workflows.RetentionInput{Keep: furrow.Duration(furrow.AttemptRetention)})
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "the delivery log is unreachable") {
+		t.Fatalf("Retention with a failing delivery log: %v; want its error", err)
+	}
+	if n, err := db.PruneIdempotencyKeys(ctx, clock.Now().Add(-furrow.IdempotencyWindow)); err != nil || n != 0 {
+		t.Fatalf("expired keys left after the failed run: %d, %v; want them removed by it", n, err)
 	}
 }

@@ -62,7 +62,7 @@ func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logge
 
 // serveAll runs s and the worker w until ctx ends.
 func serveAll(ctx context.Context, s *server, tc client.Client, w worker.Worker) error {
-	if err := startWorker(ctx, s.cfg, tc, w); err != nil {
+	if err := startWorker(ctx, s.cfg, s.log, tc, w); err != nil {
 		s.close()
 		return err
 	}

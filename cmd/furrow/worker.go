@@ -50,7 +50,7 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	if err := startWorker(ctx, cfg, tc, w); err != nil {
+	if err := startWorker(ctx, cfg, log, tc, w); err != nil {
 		return err
 	}
 	log.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace)
@@ -80,15 +80,21 @@ func workerBus(cfg Config, log *slog.Logger) (furrow.EventPublisher, func(), err
 
 // startWorker starts w and makes sure the maintenance schedules exist with
 // the configured settings.
-func startWorker(ctx context.Context, cfg Config, tc client.Client, w worker.Worker) error {
+func startWorker(ctx context.Context, cfg Config, log *slog.Logger, tc client.Client, w worker.Worker) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{
+	changes, err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{
 		SweepEvery: cfg.DeviceSweepEvery, OfflineAfter: cfg.DeviceOfflineAfter, ReadingsRetention: cfg.ReadingsRetention})
 	if err != nil {
 		w.Stop()
 		return err
+	}
+	for _, c := range changes {
+		// Every worker sets the schedules at start: workers configured
+		// differently undo each other's settings.
+		log.Warn("maintenance schedule changed to this worker's settings; give every worker the same FURROW_DEVICE_* and FURROW_READINGS_RETENTION",
+			"schedule", c.ID, "from", c.From, "to", c.To)
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func (s *Store) MarkOffline(ctx context.Context, offlineAfter time.Duration, lim
 		var out []furrow.Event
 		for _, d := range silent[:min(max(limit, 0), len(silent))] {
 			d.OfflineSinceMs = &now
-			e := furrow.NewDeviceOfflineEvent(uuid.New(), d.FarmID, furrow.DeviceOfflineData{
+			e := furrow.NewDeviceOfflineEvent(furrow.NewEventUUID(now), d.FarmID, furrow.DeviceOfflineData{
 				DeviceID: d.ID, LastSeenMs: *d.LastSeenMs, OfflineAfterMs: offlineAfter.Milliseconds(),
 			}, now)
 			s.insertEvent(e)

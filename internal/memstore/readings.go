@@ -96,7 +96,7 @@ func (s *Store) createReading(r furrow.Reading, keyHash *furrow.SecretHash) (sto
 		d.LastSeenMs = clonePtr(&r.Timestamp)
 	}
 	d.OfflineSinceMs = nil
-	return stored{reading: r, event: s.insertEvent(furrow.NewMetricValueEvent(uuid.New(), r))}, nil
+	return stored{reading: r, event: s.insertEvent(furrow.NewMetricValueEvent(furrow.NewEventUUID(r.Timestamp), r))}, nil
 }
 
 // page is what a list returns besides the error: its rows and the cursor

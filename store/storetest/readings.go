@@ -42,8 +42,12 @@ func ReadingService(t *testing.T, newSubject New) {
 			if r.Timestamp != now || r.DeviceID != d.ID || r.FarmID != d.FarmID || r.MetricID != 220 || r.Value != "31.5" {
 				e.t.Fatalf("stored %+v, want the input stamped %d", r, now)
 			}
-			if _, err := furrow.ParseEventID(ev.ID); err != nil || ev.Type != furrow.EventMetricValue || ev.FarmID != d.FarmID {
+			id, err := furrow.ParseEventID(ev.ID)
+			if err != nil || ev.Type != furrow.EventMetricValue || ev.FarmID != d.FarmID {
 				e.t.Fatalf("event %+v", ev)
+			}
+			if at, ok := furrow.EventUUIDTime(id); !ok || at != now {
+				e.t.Fatalf("event id %s holds %d (%v), want the reading's time %d", ev.ID, at, ok, now)
 			}
 			var data furrow.MetricValueData
 			e.must(json.Unmarshal(ev.Data, &data))

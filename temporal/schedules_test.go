@@ -1,0 +1,55 @@
+package temporal_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/furrowhq/furrow/temporal"
+	"github.com/furrowhq/furrow/temporal/devserver"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// A worker that starts with the schedules' settings leaves them alone; one
+// with other settings changes them and is told what changed, so that two
+// workers configured differently are seen taking turns.
+func TestEnsureSchedulesReportsOnlyChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Options{
+		FrontendAddr: "127.0.0.1:0", DisableUI: true, SearchAttributes: workflows.SearchAttributes(),
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	tc, err := temporal.Dial(ctx, temporal.Options{Address: srv.FrontendAddr(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	first := temporal.ScheduleOptions{SweepEvery: time.Minute, OfflineAfter: 2 * time.Hour}
+	for i, want := range []int{0, 0} { // made, then already as asked
+		if changes, err := temporal.EnsureSchedules(ctx, tc, first); err != nil || len(changes) != want {
+			t.Fatalf("EnsureSchedules #%d = %+v, %v; want %d changes", i+1, changes, err, want)
+		}
+	}
+	other := first
+	other.ReadingsRetention = 24 * time.Hour
+	changes, err := temporal.EnsureSchedules(ctx, tc, other)
+	if err != nil || len(changes) != 1 || changes[0].ID != workflows.RetentionScheduleID {
+		t.Fatalf("EnsureSchedules with another readings retention = %+v, %v; want the retention schedule changed", changes, err)
+	}
+	if c := changes[0]; c.From == c.To || !strings.Contains(c.To, `"KeepReadings":"24h"`) {
+		t.Fatalf("change %+v does not show the new retention", c)
+	}
+	if changes, err := temporal.EnsureSchedules(ctx, tc, other); err != nil || len(changes) != 0 {
+		t.Fatalf("EnsureSchedules again = %+v, %v; want none", changes, err)
+	}
+}
