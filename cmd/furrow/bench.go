@@ -27,6 +27,7 @@ func runBench(ctx context.Context, cfg Config, args []string, stdout io.Writer, 
 	paceBenchGC()
 	fs := flag.NewFlagSet("furrow bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
+	fs.Usage = func() { printBenchHelp(fs, args[0]) }
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	switch args[0] {
 	case "baseline":
@@ -64,7 +65,7 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	c := bench.IngestConfig{DatabaseURL: cfg.DatabaseURL, TemporalAddress: cfg.TemporalAddress, Environ: os.Environ(), Logger: log}
 	fs.StringVar(&c.URL, "url", "", "API to measure (its database is FURROW_DATABASE_URL); empty starts `furrow serve` on a scratch database")
 	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server (rate limiter and bus); default FURROW_REDIS_URL")
-	fs.IntVar(&c.Devices, "devices", bench.DefaultIngestDevices, "devices, each with its own key; requests go to each in turn (enough that the rate limit cannot cap the run)")
+	fs.IntVar(&c.Devices, "devices", bench.DefaultIngestDevices, "devices, each with its own key; requests go to each in turn (the default lets a run of 12s, warm-up included, get 100,000 201s a second before the rate limit caps it, and one of a minute 20,000; a warning says when the limit could cap a run)")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "connections")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to post")
 	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "how long to post first, reported apart (connections opened, keys learnt); longer when needed for every device to post once")
@@ -106,6 +107,9 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 			return err
 		}
 		c.HTTPCeiling = true
+		if c.Rate > 0 && *jsonOut {
+			log.Info("bench ingest: " + pacedCeilingNote)
+		}
 	}
 	if !*skip {
 		// Same duration, warm-up and connections as the ingest run, just
@@ -144,10 +148,16 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 		if rep.Ceilings != nil {
 			rep.Ceilings.Print(out)
 			rep.Ceilings.PrintAgainst(out, rep.Ingest)
+			if c.Rate > 0 {
+				fmt.Fprintf(out, "  note: %s\n", pacedCeilingNote)
+			}
 		}
 	}
 	return errors.Join(err, rep.Ingest.Check())
 }
+
+// pacedCeilingNote says what the HTTP ceiling ratio of a paced run is.
+const pacedCeilingNote = "the ingest was paced at --rate and the ceilings ran at full speed: the ceiling ratios are the asked rate's share of each ceiling, bounded by --rate, not how close the server came to them (use --skip-ceilings with --rate, or no --rate for the ratio)"
 
 func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
 	c := bench.DeliveryConfig{DatabaseURL: cfg.DatabaseURL, Environ: os.Environ(), Logger: log}
@@ -161,20 +171,28 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "connections")
 	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
 	fs.StringVar(&c.TemporalAddress, "temporal", cfg.TemporalAddress, "with --url: the Temporal frontend (host:port) the server uses, to measure the bare engine on it too; default FURROW_TEMPORAL_ADDRESS")
-	fs.StringVar(&c.Namespace, "namespace", cfg.TemporalNamespace, "the Temporal namespace of the bare-engine run; default FURROW_TEMPORAL_NAMESPACE")
+	fs.StringVar(&c.Namespace, "namespace", cfg.TemporalNamespace, "with --url: the Temporal namespace of the bare-engine run; default FURROW_TEMPORAL_NAMESPACE (without --url: the started furrow dev's, \"default\")")
 	fs.BoolVar(&c.NoEngine, "no-engine", false, "do not measure the bare engine")
 	fs.IntVar(&c.Turns, "turns", 2, "turns each of the bare engine and Furrow takes, alternately, each of --duration divided by --turns")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if c.URL == "" {
-		c.TemporalAddress = "" // the started `furrow dev` runs its own
+		// The started `furrow dev` runs its own Temporal, with its one
+		// namespace, "default".
+		if flagGiven(fs, "namespace") {
+			log.Warn("bench delivery: --namespace names a running server's namespace; without --url the bare engine runs in the started furrow dev's, \"default\"")
+		}
+		c.TemporalAddress, c.Namespace = "", ""
 	}
 	if c.Rate <= 0 || c.Duration <= 0 || c.Concurrency < 1 || c.Devices < 0 || c.Turns < 1 {
 		return fmt.Errorf("bench delivery: --rate, --duration, --concurrency and --turns must be positive: %w", errUsage)
 	}
 	if c.URL != "" && c.CertDir == "" {
 		return fmt.Errorf("bench delivery: --url needs --cert-dir, whose receiver.pem the server trusts: %w", errUsage)
+	}
+	if c.URL == "" && buildKind == "production" {
+		return errors.New("bench delivery: without --url it starts `furrow dev` from this binary, whose production build (-tags nodev) has no embedded Temporal: give --url (with --temporal), or use a build without nodev")
 	}
 	if c.Devices == 0 {
 		c.Devices = max(10, int(c.Rate+0.5))
@@ -203,21 +221,70 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 	return errors.Join(err, r.Check())
 }
 
-// warnRateCap warns when the rate limit could cap the run: when the fleet
-// may be accepted less often than the offered rate or, at full speed, the
-// machine's database ceiling (100,000/s when not measured) per second.
+// warnRateCap warns when the rate limit could cap the run: when rateCap,
+// the most 201s per second the limit lets the fleet get on average over
+// the warm-up and the run (bench.RateCap), is below the rate the run could
+// otherwise reach: the offered --rate, or at full speed the measured
+// database ceiling, or 100,000/s assumed when it is not measured.
 func warnRateCap(log *slog.Logger, rateCap float64, c bench.IngestConfig, ceilings *bench.Ceilings) {
-	reach := 100000.0
+	reach, against := 100000.0, "100,000/s assumed at full speed (ceilings not measured)"
 	switch {
 	case c.Rate > 0:
-		reach = c.Rate
+		reach, against = c.Rate, "the offered --rate"
 	case ceilings != nil:
-		reach = ceilings.Database.PerSec
+		reach, against = ceilings.Database.PerSec, "the measured database ceiling"
 	}
 	if rateCap < reach {
-		log.Warn("bench ingest: the rate limit could cap this run; raise --devices", "devices", c.Devices,
-			"rate_cap_per_s", int(rateCap), "reachable_per_s", int(reach))
+		log.Warn("bench ingest: over the warm-up and the run, the rate limit lets this fleet get fewer 201s a second on average than the run could reach; raise --devices",
+			"devices", c.Devices, "rate_cap_per_s", int(rateCap), "reachable_per_s", int(reach), "reachable", against)
 	}
+}
+
+// benchNotes is what `furrow bench <tool> --help` says of each tool
+// before its flags: the bounds of its runs and what it leaves behind.
+var benchNotes = map[string]string{
+	"baseline": dbNote,
+	"ingest": pacedNote + warmupNote + "\n" + dbNote + "\n" + `With --url, the run's user (its token valid), farm and devices (their
+keys valid) stay on the server: the API has no route to delete them, so
+the run names them at its end. Without --url it leaves nothing.
+`,
+	"delivery": pacedNote + "\n" + dbNote + "\n" + `With --url, the run's webhook is deleted at its end; its user (token
+valid), farm and devices (keys valid) stay on the server, which has no
+route to delete them, and the run names them. Without --url the bare
+engine runs in the started furrow dev's namespace "default", whatever
+--namespace says, and the run leaves nothing.
+`,
+}
+
+// pacedNote, warmupNote and dbNote are the bounds of the tools' runs.
+var (
+	pacedNote = fmt.Sprintf(`With a rate, requests go out on an open-loop schedule and their latency
+runs from each one's scheduled time, so that a stalled server's queue
+counts; the rate offered and how late the tool sent are printed, with a
+warning when it offered over %.0f%% less than asked. A run hands out no
+request later than %s after its end; a request unanswered by then is
+given up, and one never sent fails the run.
+`, 100*bench.OfferedShortfall, bench.PaceGrace)
+	warmupNote = fmt.Sprintf(`The warm-up, which goes on until every device has posted once, hands
+out none later than %s after --warmup ends or, with a rate, after the
+last device's turn if that is later.
+`, bench.PaceGrace)
+	dbNote = fmt.Sprintf(`Each of the tool's own database statements and transactions (a scratch
+database's creation and migration included) is given up after %s.
+`, bench.DBTimeout)
+)
+
+// printBenchHelp prints the help of `furrow bench tool`.
+func printBenchHelp(fs *flag.FlagSet, tool string) {
+	fmt.Fprintf(fs.Output(), "usage: furrow bench %s [flags]\n\n%s\nflags:\n", tool, benchNotes[tool])
+	fs.PrintDefaults()
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // parse parses flags; a bad flag is a usage error.

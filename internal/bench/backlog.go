@@ -48,17 +48,17 @@ type sampler struct {
 	samples []Sample
 }
 
+// startSampler samples until stopped; its connection and each count are
+// bounded by meterTimeout, so that a silent PostgreSQL leaves the outbox
+// uncounted (-1) instead of holding the samples.
 func startSampler(ctx context.Context, databaseURL, farm string, start time.Time, outstanding func() int64) *sampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		var conn *pgx.Conn
-		if databaseURL != "" {
-			if c, err := pgx.Connect(ctx, databaseURL); err == nil {
-				conn = c
-				defer conn.Close(context.Background())
-			}
+		conn := connectWithin(ctx, databaseURL)
+		if conn != nil {
+			defer conn.Close(context.Background())
 		}
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -70,12 +70,39 @@ func startSampler(ctx context.Context, databaseURL, farm string, start time.Time
 			}
 			smp := Sample{AtSeconds: time.Since(start).Seconds(), Outstanding: outstanding(), Outbox: -1}
 			if conn != nil {
-				_ = conn.QueryRow(ctx, "SELECT count(*) FROM events WHERE farm_id = $1 AND dispatched_at_ms IS NULL", farm).Scan(&smp.Outbox)
+				smp.Outbox = countOutbox(ctx, conn, farm)
 			}
 			s.samples = append(s.samples, smp)
 		}
 	}()
 	return s
+}
+
+// connectWithin connects to databaseURL within meterTimeout; nil without
+// a databaseURL or on an error.
+func connectWithin(ctx context.Context, databaseURL string) *pgx.Conn {
+	if databaseURL == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, meterTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return nil
+	}
+	return conn
+}
+
+// countOutbox counts the farm's events not yet dispatched within
+// meterTimeout; -1 when it could not.
+func countOutbox(ctx context.Context, conn *pgx.Conn, farm string) int64 {
+	ctx, cancel := context.WithTimeout(ctx, meterTimeout)
+	defer cancel()
+	n := int64(-1)
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM events WHERE farm_id = $1 AND dispatched_at_ms IS NULL", farm).Scan(&n); err != nil {
+		return -1
+	}
+	return n
 }
 
 func (s *sampler) stop() []Sample {

@@ -48,14 +48,14 @@ func Baseline(ctx context.Context, cfg BaselineConfig) (BaselineResult, error) {
 		return BaselineResult{}, err
 	}
 	defer done()
-	work := func(ctx context.Context, i int64, t *tally) {
+	work := func(ctx context.Context, s slot, t *tally) {
 		began := time.Now()
-		if err := readingTx(ctx, pool, farm, devices[i%int64(len(devices))], i); err != nil {
+		if err := readingTx(ctx, pool, farm, devices[s.i%int64(len(devices))], s.i); err != nil {
 			t.failures++
 			t.lastErr = err
 			return
 		}
-		t.latencies = append(t.latencies, time.Since(began))
+		t.latencies = append(t.latencies, s.since(began))
 	}
 	if cfg.Warmup > 0 {
 		runLoad(ctx, cfg.Concurrency, newPace(cfg.Warmup, 0), work)
@@ -100,7 +100,11 @@ func seededScratch(ctx context.Context, what, databaseURL string, conns int) (*p
 	return pool, farm, devices, done, nil
 }
 
+// seedBaseline inserts the farm and baselineDevices devices the baseline
+// and the database ceiling write for, within DBTimeout.
 func seedBaseline(ctx context.Context, pool *pgxpool.Pool) (uuid.UUID, []uuid.UUID, error) {
+	ctx, cancel := context.WithTimeout(ctx, DBTimeout)
+	defer cancel()
 	farm := uuid.New()
 	now := time.Now().UnixMilli()
 	if _, err := pool.Exec(ctx, "INSERT INTO farms (id, name, created_at_ms) VALUES ($1, 'baseline', $2)", farm, now); err != nil {
@@ -119,8 +123,11 @@ func seedBaseline(ctx context.Context, pool *pgxpool.Pool) (uuid.UUID, []uuid.UU
 }
 
 // readingTx stores one reading and its metric.value outbox row in one
-// transaction: begin, both inserts in one round trip, commit.
+// transaction: begin, both inserts in one round trip, commit; within
+// DBTimeout.
 func readingTx(ctx context.Context, pool *pgxpool.Pool, farm, device uuid.UUID, i int64) error {
+	ctx, cancel := context.WithTimeout(ctx, DBTimeout)
+	defer cancel()
 	ts := time.Now().UnixMilli()
 	value := strconv.FormatInt(i, 10)
 	data, _ := json.Marshal(map[string]any{"device_id": device, "metric_id": 220, "value": value, "timestamp": ts})

@@ -78,15 +78,15 @@ func (c *httpCeiling) close() {
 
 // load posts to the server at full speed until p ends.
 func (c *httpCeiling) load(ctx context.Context, p *pace) *tally {
-	return runLoad(ctx, c.concurrency, p, func(ctx context.Context, i int64, t *tally) {
+	return runLoad(ctx, c.concurrency, p, func(ctx context.Context, s slot, t *tally) {
 		began := time.Now()
-		status, _, err := postReading(ctx, c.hc, c.url, c.devices[i%int64(len(c.devices))], strconv.FormatInt(i, 10))
+		status, _, err := postReading(ctx, c.hc, c.url, c.devices[s.i%int64(len(c.devices))], strconv.FormatInt(s.i, 10))
 		if err != nil || status != http.StatusCreated {
 			t.failures++
 			t.lastErr = cmpErr(err, status)
 			return
 		}
-		t.latencies = append(t.latencies, time.Since(began))
+		t.latencies = append(t.latencies, s.since(began))
 	})
 }
 
@@ -192,17 +192,17 @@ func DatabaseCeiling(ctx context.Context, databaseURL string, writers int, d tim
 	}
 	meter := startGroupCPU()
 	p := newPace(d, 0)
-	t := runLoad(ctx, writers, p, func(ctx context.Context, i int64, t *tally) {
+	t := runLoad(ctx, writers, p, func(ctx context.Context, s slot, t *tally) {
 		began := time.Now()
 		share := <-shares
-		err := ceilingBatchTx(ctx, pool, farm, share, i)
+		err := ceilingBatchTx(ctx, pool, farm, share, s.i)
 		shares <- share
 		if err != nil {
 			t.failures++
 			t.lastErr = err
 			return
 		}
-		el := time.Since(began)
+		el := s.since(began)
 		for range ceilingBatch {
 			t.latencies = append(t.latencies, el)
 		}
@@ -219,7 +219,11 @@ e AS (INSERT INTO events (id, type, farm_id, occurred_at_ms, data) SELECT event_
 t AS (UPDATE devices d SET last_seen_ms = x.ts FROM (SELECT device_id, max(ts_ms) AS ts FROM u GROUP BY device_id ORDER BY device_id) x WHERE d.id = x.device_id)
 SELECT 1`
 
+// ceilingBatchTx writes batch i of the database ceiling in one
+// transaction, within DBTimeout.
 func ceilingBatchTx(ctx context.Context, pool *pgxpool.Pool, farm uuid.UUID, devices []uuid.UUID, i int64) error {
+	ctx, cancel := context.WithTimeout(ctx, DBTimeout)
+	defer cancel()
 	ts := time.Now().UnixMilli()
 	ds, values, stamps, events, data := make([]uuid.UUID, ceilingBatch), make([]string, ceilingBatch),
 		make([]int64, ceilingBatch), make([]uuid.UUID, ceilingBatch), make([]string, ceilingBatch)

@@ -32,6 +32,10 @@ type Cost struct {
 	Postgres map[string]float64 `json:"postgres_cpu_s,omitempty"`
 	// FurrowDatabase is the database of the server under test.
 	FurrowDatabase string `json:"furrow_database,omitempty"`
+	// Steal is the CPU seconds the hypervisor took from the machine's
+	// CPUs (steal in /proc/stat), which CPU["machine"] leaves out: a run
+	// with much of it ran on a machine slower than its figures show.
+	Steal float64 `json:"steal_s"`
 	// Wall is the time measured and Cores the machine's CPUs, so that the
 	// machine's busy share can be told.
 	Wall       float64         `json:"wall_s"`
@@ -61,7 +65,7 @@ type costMeter struct {
 	statements  bool // pg_stat_statements is loaded and was reset
 	backends    map[int]string
 	cpu         *groupCPU
-	busy        time.Duration
+	busy, steal time.Duration
 	began       time.Time
 }
 
@@ -71,7 +75,8 @@ func startCost(ctx context.Context, databaseURL string, server int) *costMeter {
 	m := &costMeter{databaseURL: databaseURL}
 	m.statements = resetStatements(ctx, databaseURL) == nil
 	m.backends = pgBackends(ctx, databaseURL)
-	m.cpu, m.busy, m.began = startGroupCPUWith(server), machineBusy(), time.Now()
+	m.busy, m.steal = machineBusy()
+	m.cpu, m.began = startGroupCPUWith(server), time.Now()
 	return m
 }
 
@@ -79,7 +84,8 @@ func startCost(ctx context.Context, databaseURL string, server int) *costMeter {
 func (m *costMeter) stop(ctx context.Context) Cost {
 	procs := m.cpu.stopEach()
 	c := Cost{CPU: byGroup(procs), Wall: time.Since(m.began).Seconds(), Cores: runtime.NumCPU()}
-	c.CPU["machine"] = (machineBusy() - m.busy).Seconds()
+	busy, steal := machineBusy()
+	c.CPU["machine"], c.Steal = (busy - m.busy).Seconds(), (steal - m.steal).Seconds()
 	// A connection may have opened, or ended, since the start.
 	if backends := pgBackends(ctx, m.databaseURL); backends != nil || m.backends != nil {
 		c.Postgres = postgresByDatabase(procs, mergeBackends(m.backends, backends))
@@ -91,27 +97,39 @@ func (m *costMeter) stop(ctx context.Context) Cost {
 	return c
 }
 
-// machineBusy is the time every CPU of the machine spent on anything but
-// idling, from /proc/stat (Linux only; 0 elsewhere).
-func machineBusy() time.Duration {
+// machineBusy is the time every CPU of the machine spent running, and the
+// time the hypervisor took from it (steal), from /proc/stat (Linux only;
+// 0 elsewhere).
+func machineBusy() (busy, steal time.Duration) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
-	if len(f) < 5 {
-		return 0
+	return parseProcStat(string(b))
+}
+
+// parseProcStat reads the busy and steal time of the "cpu" line of a
+// /proc/stat text. Its fields are user nice system idle iowait irq softirq
+// steal guest guest_nice, in clock ticks. Busy is user, nice, system, irq
+// and softirq: not idle or iowait, which are idling; not steal, time the
+// hypervisor ran something else while this machine's CPU waited; and not
+// guest and guest_nice, which the kernel already counts in user and nice
+// (a guest's time is added to both).
+func parseProcStat(text string) (busy, steal time.Duration) {
+	line, _, _ := strings.Cut(text, "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
 	}
-	var busy int64
-	for i, s := range f[1:min(len(f), 9)] {
-		if i == 3 || i == 4 { // idle, iowait
-			continue
+	tick := func(i int) time.Duration {
+		if i >= len(f) {
+			return 0
 		}
-		n, _ := strconv.ParseInt(s, 10, 64)
-		busy += n
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		return time.Duration(n) * clockTick
 	}
-	return time.Duration(busy) * clockTick
+	const user, nice, system, irq, softirq, stolen = 1, 2, 3, 6, 7, 8
+	return tick(user) + tick(nice) + tick(system) + tick(irq) + tick(softirq), tick(stolen)
 }
 
 // resetStatements clears pg_stat_statements, creating the extension's view
@@ -183,6 +201,10 @@ func (c Cost) Print(w io.Writer, deliveries int64) {
 		}
 	}
 	fmt.Fprintf(w, "  CPU per delivery: machine %.2f ms (%s)\n", per(c.CPU["machine"]), strings.Join(parts, ", "))
+	if c.Steal > 0 {
+		fmt.Fprintf(w, "  steal: the hypervisor took %.1f s of the CPUs (%.0f%% of them over the run), not counted as busy above\n",
+			c.Steal, 100*ratio(c.Steal, c.Wall*float64(c.Cores)))
+	}
 	c.printPostgres(w, deliveries)
 	for _, d := range c.Databases {
 		fmt.Fprintf(w, "  statements in %s: %.1f calls, %.2f ms of execution per delivery\n",
@@ -209,18 +231,27 @@ func (c Cost) why(deliveries int64, offered float64) string {
 	if deliveries <= 0 || machine <= 0 || c.Wall <= 0 || c.Cores <= 0 {
 		return ""
 	}
-	busy := machine / (c.Wall * float64(c.Cores))
+	// The cores' time the hypervisor took was not the run's to use.
+	cores := float64(c.Cores) - c.Steal/c.Wall
+	if cores <= 0 {
+		return ""
+	}
+	busy := machine / (c.Wall * cores)
 	per := machine / float64(deliveries)
-	need := per * offered / float64(c.Cores)
+	need := per * offered / cores
+	over := fmt.Sprintf("%d cores", c.Cores)
+	if c.Steal > 0 {
+		over += fmt.Sprintf(" less %.2f the hypervisor took", c.Steal/c.Wall)
+	}
 	// Compared as printed, so that a run never reads "90% needed" beside
 	// "not the machine's CPU".
 	if math.Round(100*busy) < 100*cpuBound && math.Round(100*need) < 100*cpuBound {
-		return fmt.Sprintf("not the machine's CPU (%.0f%% busy over %d cores, %.0f%% needed by the offered rate): look at the outbox rows above (the dispatchers' starts), "+
-			"Temporal's and PostgreSQL's logs, and the connection budget (docs/operating/production.md)", 100*busy, c.Cores, 100*need)
+		return fmt.Sprintf("not the machine's CPU (%.0f%% busy over %s, %.0f%% needed by the offered rate): look at the outbox rows above (the dispatchers' starts), "+
+			"Temporal's and PostgreSQL's logs, and the connection budget (docs/operating/production.md)", 100*busy, over, 100*need)
 	}
-	return fmt.Sprintf("the machine's CPU: %.0f%% busy over %d cores at %.2f ms of it per delivery, every process counted, "+
+	return fmt.Sprintf("the machine's CPU: %.0f%% busy over %s at %.2f ms of it per delivery, every process counted, "+
 		"so this machine holds about %.0f deliveries/s at most, and the %.0f/s offered needs %.0f%% of it",
-		100*busy, c.Cores, 1000*per, float64(c.Cores)/per, offered, 100*need)
+		100*busy, over, 1000*per, cores/per, offered, 100*need)
 }
 
 // loadAverage reads the machine's load average (Linux only; zeros

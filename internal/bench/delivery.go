@@ -36,9 +36,10 @@ type DeliveryConfig struct {
 	Concurrency int
 	Pid         int
 	// TemporalAddress and Namespace name the Temporal of a running server;
-	// with them (or with the started `furrow dev`'s own) the run measures
-	// the bare engine too, in turns with Furrow (see turnOrder). Empty
-	// TemporalAddress with URL set, or NoEngine, skips that.
+	// with them (or with the started `furrow dev`'s own, in its namespace
+	// "default" whatever Namespace says) the run measures the bare engine
+	// too, in turns with Furrow (see turnOrder). Empty TemporalAddress with
+	// URL set, or NoEngine, skips that.
 	TemporalAddress string
 	Namespace       string
 	NoEngine        bool
@@ -51,8 +52,9 @@ type DeliveryConfig struct {
 	Logger  *slog.Logger
 }
 
-// DeliveryResult is what a delivery run measured.
-// Its side's Latency runs from the 201 to the receiver's answer.
+// DeliveryResult is what a delivery run measured. PostLatency runs from
+// each reading's scheduled time (see Pacing), its side's Latency from the
+// 201 to the receiver's answer.
 type DeliveryResult struct {
 	Accepted      int64            `json:"accepted"`
 	Status        map[string]int64 `json:"status"`
@@ -77,6 +79,8 @@ type DeliveryResult struct {
 	VsEngine *EngineRatio  `json:"vs_engine,omitempty"`
 	// Turns is how many turns each side took.
 	Turns int `json:"turns"`
+	// LeftBehind is what a run against a running server (URL) left there.
+	LeftBehind *LeftBehind `json:"left_behind,omitempty"`
 }
 
 // EngineRatio is Furrow's delivery as a fraction of the bare engine's on
@@ -150,7 +154,7 @@ func vsEngine(r DeliveryResult, e EngineResult) *EngineRatio {
 // to cfg.Drain for every accepted reading's event. With the engine, the
 // bare engine's turns alternate with Furrow's (see turnOrder). It fails
 // only when the run cannot be set up.
-func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
+func Delivery(ctx context.Context, cfg DeliveryConfig) (r DeliveryResult, err error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -179,40 +183,73 @@ func Delivery(ctx context.Context, cfg DeliveryConfig) (DeliveryResult, error) {
 	}
 	log.Info("server under test", "url", target.url, "pid", target.pid, "started", target.started)
 	fl, err := newFleet(ctx, target.databaseURL, target.replica(0), cfg.Devices)
+	if err != nil && fl == nil {
+		return DeliveryResult{}, err
+	}
+	var hook *Webhook
+	if target.started == "" {
+		// A running server keeps what the run made there: the webhook is
+		// deleted, the rest said.
+		defer func() { r.LeftBehind = fl.leave(context.WithoutCancel(ctx), hook, log) }()
+	}
 	if err != nil {
 		return DeliveryResult{}, err
 	}
-	hook, err := fl.client.CreateWebhook(ctx, fl.farm, rcv.URL)
+	h, err := fl.client.CreateWebhook(ctx, fl.farm, rcv.URL)
 	if err != nil {
 		return DeliveryResult{}, err
 	}
+	hook = &h
 	log.Info("fleet and webhook ready", "farm", fl.farm, "devices", len(fl.devices), "receiver", rcv.URL)
-	load, settings := loadAverage(), postgresSettings(ctx, target.databaseURL)
-	rcv.SetSecret(hook.Secret)
+	return measureDelivery(ctx, cfg, target, fl, rcv, h.Secret, log)
+}
+
+// measureDelivery runs the turns of a delivery run on fl's farm, whose
+// webhook signs its deliveries to rcv with secret, and gathers the result.
+func measureDelivery(ctx context.Context, cfg DeliveryConfig, tg target, fl *fleet, rcv *Receiver, secret string, log *slog.Logger) (DeliveryResult, error) {
+	load, settings := loadAverage(), postgresSettings(ctx, tg.databaseURL)
+	rcv.SetSecret(secret)
 	var eng *engine
-	if !cfg.NoEngine && target.temporal != "" {
-		eng, err = startEngine(EngineConfig{
-			TemporalAddress: target.temporal, Namespace: or(cfg.Namespace, "default"), Rate: cfg.Rate,
-			Drain: cfg.Drain, Concurrency: cfg.Concurrency, Logger: log,
-		}, rcv, hook.Secret)
-		if err != nil {
+	if !cfg.NoEngine && tg.temporal != "" {
+		var err error
+		if eng, err = startEngine(engineConfig(cfg, tg, log), rcv, secret); err != nil {
 			return DeliveryResult{}, err
 		}
 		defer eng.close()
 	}
-	r, engineResult, byTurn := runTurns(ctx, cfg, target, fl, rcv, eng)
+	r, engineResult, byTurn := runTurns(ctx, cfg, tg, fl, rcv, eng)
 	r.Load, r.Settings = load, settings
+	warnPacing(log, "delivery", r.Pacing, r.Unsent)
 	if eng != nil {
 		r.Engine, r.VsEngine = engineResult, vsEngine(r, *engineResult)
 		r.VsEngine.CPUByTurn, r.VsEngine.TurnCost = byTurn, newTurnCost(r.raw, engineResult.raw)
+		warnPacing(log, "bare engine", engineResult.Pacing, engineResult.Unsent)
 	}
-	r.StartedServer = target.started
-	if target.pid > 0 {
-		if m, err := ReadMemory(target.pid); err == nil {
+	r.StartedServer = tg.started
+	if tg.pid > 0 {
+		if m, err := ReadMemory(tg.pid); err == nil {
 			r.Memory = &m
 		}
 	}
 	return r, nil
+}
+
+// devNamespace is the one namespace of the started `furrow dev`'s embedded
+// Temporal.
+const devNamespace = "default"
+
+// engineConfig is the bare engine's side of cfg's run on t: on the started
+// `furrow dev`'s Temporal its namespace, whatever cfg.Namespace says (which
+// names the namespace of a running server's Temporal).
+func engineConfig(cfg DeliveryConfig, t target, log *slog.Logger) EngineConfig {
+	ns := or(cfg.Namespace, devNamespace)
+	if cfg.URL == "" {
+		ns = devNamespace
+	}
+	return EngineConfig{
+		TemporalAddress: t.temporal, Namespace: ns, Rate: cfg.Rate,
+		Drain: cfg.Drain, Concurrency: cfg.Concurrency, Logger: log,
+	}
 }
 
 // target is the server under test.
@@ -312,16 +349,16 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	defer hc.CloseIdleConnections()
 	cpu := startCPU(t.pid)
 	m := startTurn(ctx, rcv, tag, d, cfg.Rate, t.databaseURL, fl.farm)
-	tl := runLoad(ctx, cfg.Concurrency, m.pace, func(ctx context.Context, i int64, tl *tally) {
-		value := turnValue(tag, i)
+	tl := runLoad(ctx, cfg.Concurrency, m.pace, func(ctx context.Context, s slot, tl *tally) {
+		value := turnValue(tag, s.i)
 		began := time.Now()
-		status, _, err := postReading(ctx, hc, t.replica(i), fl.devices[i%int64(len(fl.devices))], value)
+		status, _, err := postReading(ctx, hc, t.replica(s.i), fl.devices[s.i%int64(len(fl.devices))], value)
 		if err != nil {
 			tl.failures++
 			tl.lastErr = err
 			return
 		}
-		tl.latencies = append(tl.latencies, time.Since(began))
+		tl.latencies = append(tl.latencies, s.since(began))
 		tl.status[status]++
 		if status == 201 {
 			mu.Lock()
@@ -330,7 +367,7 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 			m.sent.Add(1)
 		}
 	})
-	got := m.end(ctx, cfg.Drain, accepted, tl.latencies)
+	got := m.end(ctx, cfg.Drain, accepted, tl)
 	r := DeliveryResult{Accepted: m.sent.Load(), Status: map[string]int64{}, Failures: tl.failures, ServerCPU: cpu.stop(), side: got}
 	for code, n := range tl.status {
 		r.Status[strconv.Itoa(code)] = n

@@ -40,7 +40,8 @@ type EngineConfig struct {
 
 // EngineResult is what the bare engine's turns measured. Latency runs from
 // the start call to the receiver's first sight of the event, the engine's
-// counterpart of Furrow's 201-to-receiver latency.
+// counterpart of Furrow's 201-to-receiver latency; StartLatency from each
+// start's scheduled time (see Pacing) to the call's return.
 type EngineResult struct {
 	Started      int64   `json:"started"`
 	StartErrors  int64   `json:"start_errors"`
@@ -116,8 +117,8 @@ func (e *engine) turn(ctx context.Context, tag string, d time.Duration) EngineRe
 		started = map[string]time.Time{} // value -> start call made
 	)
 	m := startTurn(ctx, rcv, tag, d, cfg.Rate, "", "")
-	tl := runLoad(ctx, cfg.Concurrency, m.pace, func(ctx context.Context, i int64, tl *tally) {
-		value := turnValue(tag, i)
+	tl := runLoad(ctx, cfg.Concurrency, m.pace, func(ctx context.Context, s slot, tl *tally) {
+		value := turnValue(tag, s.i)
 		in := engineInput{EventID: furrow.NewEventID(), Value: value}
 		opts := client.StartWorkflowOptions{
 			ID: "bench-engine/" + e.run + "/" + value, TaskQueue: e.queue, EnableEagerStart: true,
@@ -135,10 +136,10 @@ func (e *engine) turn(ctx context.Context, tag string, d time.Duration) EngineRe
 			mu.Unlock()
 			return
 		}
-		tl.latencies = append(tl.latencies, time.Since(began))
+		tl.latencies = append(tl.latencies, s.since(began))
 		m.sent.Add(1)
 	})
-	return EngineResult{Started: m.sent.Load(), StartErrors: tl.failures, side: m.end(ctx, cfg.Drain, started, tl.latencies)}
+	return EngineResult{Started: m.sent.Load(), StartErrors: tl.failures, side: m.end(ctx, cfg.Drain, started, tl)}
 }
 
 // enginePoster is the bare engine's delivery: the event's body signed in

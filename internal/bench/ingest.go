@@ -31,15 +31,18 @@ type IngestConfig struct {
 	// Warmup is posted before Duration and reported apart: the server opens
 	// its connections and learns the fleet's keys meanwhile. It lasts until
 	// every device has posted once, if that takes longer, so that the
-	// measured requests find every key learnt. Its requests are checked like
-	// the others.
+	// measured requests find every key learnt, but hands out no request
+	// PaceGrace after that (see pace.atLeast). Its requests are checked
+	// like the others.
 	Warmup time.Duration
 	// HTTPCeiling measures the machine's HTTP ceiling (see httpCeiling) in
 	// turns with the measured run: the run is cut into ceilingTurns slices,
 	// each after a slice of the ceiling as long. A shared machine's speed
 	// drifts by half within a minute; in turns, both see the same machine.
 	HTTPCeiling bool
-	// Rate is the offered load in requests per second; 0 is full speed.
+	// Rate is the offered load in requests per second on an open-loop
+	// schedule, whose latencies run from each request's scheduled time
+	// (see slot.since); 0 is full speed, closed loop, timed from the send.
 	Rate float64
 	// Pid, when positive, is the server whose memory is read after the run.
 	Pid int
@@ -59,10 +62,19 @@ type IngestResult struct {
 	Status      map[string]int64 `json:"status"`
 	Failures    int64            `json:"failures"`
 	LastFailure string           `json:"last_failure,omitempty"`
+	// Pacing is, on a paced run (IngestConfig.Rate), how well the schedule
+	// was kept; Latency then runs from each request's scheduled time.
+	Pacing *Pacing `json:"pacing,omitempty"`
+	// Unsent counts the requests scheduled but never sent, the run's end
+	// and PaceGrace having passed.
+	Unsent int64 `json:"unsent"`
 	// Stored and Events count the farm's rows in the database after the
-	// run: every 201 must be there.
+	// run, and Paired its readings that have their own event (the same
+	// device and value; each request's value is unique in the run): each
+	// must equal the 201s.
 	Stored        int64   `json:"stored"`
 	Events        int64   `json:"events"`
+	Paired        int64   `json:"paired"`
 	Memory        *Memory `json:"memory,omitempty"`
 	StartedServer string  `json:"started_server,omitempty"`
 	// Warmup is what the warm-up observed, not counted above.
@@ -83,6 +95,8 @@ type IngestResult struct {
 	// SpeedUS is the median of the machine's speed sampled once a second
 	// during the load (see speedSampler), in µs; more is slower.
 	SpeedUS float64 `json:"machine_speed_us,omitempty"`
+	// LeftBehind is what a run against a running server (URL) left there.
+	LeftBehind *LeftBehind `json:"left_behind,omitempty"`
 }
 
 // ceilingTurns is the number of slices of the measured run when the HTTP
@@ -91,11 +105,14 @@ const ceilingTurns = 5
 
 // Phase is the figures of a part of a run.
 type Phase struct {
-	Requests int64            `json:"requests"`
-	Elapsed  time.Duration    `json:"-"`
-	Latency  Summary          `json:"latency"`
-	Status   map[string]int64 `json:"status"`
-	Failures int64            `json:"failures"`
+	Requests    int64            `json:"requests"`
+	Elapsed     time.Duration    `json:"-"`
+	Latency     Summary          `json:"latency"`
+	Status      map[string]int64 `json:"status"`
+	Failures    int64            `json:"failures"`
+	LastFailure string           `json:"last_failure,omitempty"`
+	Pacing      *Pacing          `json:"pacing,omitempty"`
+	Unsent      int64            `json:"unsent"`
 }
 
 // Created returns the number of 201 answers, warm-up excluded.
@@ -157,54 +174,27 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 	return r, err
 }
 
-func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) (IngestResult, error) {
+func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) (r IngestResult, err error) {
 	fleet, err := newFleet(ctx, tg.databaseURL, tg.url, cfg.Devices)
+	if fleet != nil && tg.started == "" {
+		// A running server keeps what the run made there: say what.
+		defer func() { r.LeftBehind = fleet.leave(context.WithoutCancel(ctx), nil, log) }()
+	}
 	if err != nil {
 		return IngestResult{}, err
 	}
 	log.Info("fleet ready", "farm", fleet.farm, "devices", len(fleet.devices))
 	hc := loadClient(cfg.Concurrency)
 	var base atomic.Int64 // requests of the slices before, so devices keep their turns
-	post := func(prefix string) func(ctx context.Context, i int64, t *tally) {
-		return func(ctx context.Context, i int64, t *tally) {
-			i += base.Load()
-			d := fleet.devices[i%int64(len(fleet.devices))]
-			began := time.Now()
-			status, _, err := postReading(ctx, hc, tg.url, d, prefix+strconv.FormatInt(i, 10))
-			if err != nil {
-				t.failures++
-				t.lastErr = err
-				return
-			}
-			t.latencies = append(t.latencies, time.Since(began))
-			t.status[status]++
-		}
-	}
-	var warm *Phase
-	if cfg.Warmup > 0 {
-		p := newPace(cfg.Warmup, cfg.Rate).atLeast(int64(len(fleet.devices)))
-		w := runLoad(ctx, cfg.Concurrency, p, post("w"))
-		warm = &Phase{Elapsed: time.Since(p.start), Failures: w.failures, Latency: Summarize(w.latencies), Status: map[string]int64{}}
-		for code, n := range w.status {
-			warm.Status[strconv.Itoa(code)] = n
-			warm.Requests += n
-		}
-	}
-	r, t, err := measure(ctx, cfg, tg.pid, hc, post(""), &base)
+	warm := warmUp(ctx, cfg, len(fleet.devices), readingPoster(hc, tg.url, fleet.devices, &base, "w"))
+	r, t, err := measure(ctx, cfg, tg.pid, hc, readingPoster(hc, tg.url, fleet.devices, &base, ""), &base)
 	if err != nil {
 		return r, err
 	}
 	r.Warmup = warm
-	for code, n := range t.status {
-		r.Status[strconv.Itoa(code)] = n
-		r.Requests += n
-	}
-	if t.lastErr != nil {
-		r.LastFailure = t.lastErr.Error()
-	}
-	r.Latency = Summarize(t.latencies)
-	r.RPS, r.CreatedRPS = perSecond(r.Requests, r.Elapsed), perSecond(r.Created(), r.Elapsed)
-	if r.Stored, r.Events, err = countFarmRows(ctx, tg.databaseURL, fleet.farm); err != nil {
+	r.fill(t, cfg.Rate)
+	warnPacing(log, "ingest", r.Pacing, r.Unsent)
+	if r.Stored, r.Events, r.Paired, err = countFarmRows(ctx, tg.databaseURL, fleet.farm); err != nil {
 		return r, err
 	}
 	if tg.pid > 0 {
@@ -217,12 +207,78 @@ func ingest(ctx context.Context, cfg IngestConfig, tg target, log *slog.Logger) 
 	return r, nil
 }
 
+// readingPoster returns the work of a load that posts one reading a slot
+// to baseURL, each from the next device in turn, its value prefix and the
+// request's number, counted on from base.
+func readingPoster(hc *http.Client, baseURL string, devices []Device, base *atomic.Int64, prefix string) func(context.Context, slot, *tally) {
+	return func(ctx context.Context, s slot, t *tally) {
+		i := s.i + base.Load()
+		d := devices[i%int64(len(devices))]
+		began := time.Now()
+		status, _, err := postReading(ctx, hc, baseURL, d, prefix+strconv.FormatInt(i, 10))
+		if err != nil {
+			t.failures++
+			t.lastErr = err
+			return
+		}
+		t.latencies = append(t.latencies, s.since(began))
+		t.status[status]++
+	}
+}
+
+// warmUp posts with do for cfg.Warmup, and on until each of devices has
+// posted once (within PaceGrace of the later of the two), and returns
+// what it observed; nil without a warm-up.
+func warmUp(ctx context.Context, cfg IngestConfig, devices int, do func(context.Context, slot, *tally)) *Phase {
+	if cfg.Warmup <= 0 {
+		return nil
+	}
+	p := newPace(cfg.Warmup, cfg.Rate).atLeast(int64(devices))
+	w := runLoad(ctx, cfg.Concurrency, p, do)
+	ph := &Phase{Elapsed: time.Since(p.start), Failures: w.failures, Latency: Summarize(w.latencies), Status: map[string]int64{},
+		Pacing: w.pacing(cfg.Rate), Unsent: w.unsent}
+	if w.lastErr != nil {
+		ph.LastFailure = w.lastErr.Error()
+	}
+	for code, n := range w.status {
+		ph.Status[strconv.Itoa(code)] = n
+		ph.Requests += n
+	}
+	return ph
+}
+
+// fill sets r's request figures from t, the measured load's tally at rate.
+func (r *IngestResult) fill(t *tally, rate float64) {
+	for code, n := range t.status {
+		r.Status[strconv.Itoa(code)] = n
+		r.Requests += n
+	}
+	if t.lastErr != nil {
+		r.LastFailure = t.lastErr.Error()
+	}
+	r.Latency = Summarize(t.latencies)
+	r.Pacing, r.Unsent = t.pacing(rate), t.unsent
+	r.RPS, r.CreatedRPS = perSecond(r.Requests, r.Elapsed), perSecond(r.Created(), r.Elapsed)
+}
+
+// warnPacing logs when a paced load offered less than asked or left
+// requests unsent, so that --json runs say it too.
+func warnPacing(log *slog.Logger, what string, p *Pacing, unsent int64) {
+	if p != nil && p.Short {
+		log.Warn(what+": the load offered less than the rate asked; the figures describe a lighter load",
+			"asked_per_s", p.Rate, "offered_per_s", p.Offered, "send_lag_p99", p.SendLag.P99, "send_lag_max", p.SendLag.Max)
+	}
+	if unsent > 0 {
+		log.Warn(what+": scheduled requests were never sent: "+unsentWhy, "unsent", unsent)
+	}
+}
+
 // measure runs the measured load with do, in slices in turns with the HTTP
 // ceiling when cfg asks for it, and returns the result's elapsed time, CPU,
 // failures and ceiling, and the merged tally. base counts the requests of the
 // slices before the current one.
 func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
-	do func(context.Context, int64, *tally), base *atomic.Int64) (IngestResult, *tally, error) {
+	do func(context.Context, slot, *tally), base *atomic.Int64) (IngestResult, *tally, error) {
 	r := IngestResult{Status: map[string]int64{}}
 	all := &tally{status: map[int]int64{}}
 	turns := 1
@@ -278,20 +334,21 @@ type fleet struct {
 	devices []Device
 }
 
+// newFleet creates a user, a farm and devices devices through the API at
+// baseURL. On an error after the user's creation it returns what was made
+// so far with the error, so that a run against a running server can say
+// what it leaves there.
 func newFleet(ctx context.Context, databaseURL, baseURL string, devices int) (*fleet, error) {
 	c, err := NewUser(ctx, databaseURL, baseURL)
 	if err != nil {
 		return nil, err
 	}
-	farm, err := c.CreateFarm(ctx, fmt.Sprintf("bench %s", time.Now().Format(time.RFC3339)))
-	if err != nil {
-		return nil, err
+	f := &fleet{client: c}
+	if f.farm, err = c.CreateFarm(ctx, fmt.Sprintf("bench %s", time.Now().Format(time.RFC3339))); err != nil {
+		return f, err
 	}
-	ds, err := c.CreateDevices(ctx, farm, devices)
-	if err != nil {
-		return nil, err
-	}
-	return &fleet{client: c, farm: farm, devices: ds}, nil
+	f.devices, err = c.CreateDevices(ctx, f.farm, devices)
+	return f, err
 }
 
 // loadClient keeps one connection per worker open.
@@ -326,19 +383,29 @@ func postReading(ctx context.Context, hc *http.Client, baseURL string, d Device,
 	return resp.StatusCode, b, err
 }
 
-// countFarmRows counts the readings and events stored for farm.
-func countFarmRows(ctx context.Context, databaseURL, farm string) (readings, events int64, err error) {
+// farmRowsSQL counts the farm's readings, its metric.value events, and
+// its readings that have an event of the same device and value. Each
+// request of a run has a value of its own, so a reading pairs with its
+// own event and no other.
+const farmRowsSQL = `SELECT (SELECT count(*) FROM readings WHERE farm_id = $1),
+	(SELECT count(*) FROM events WHERE farm_id = $1 AND type = 'metric.value'),
+	(SELECT count(*) FROM readings r WHERE r.farm_id = $1 AND EXISTS (SELECT 1 FROM events e
+		WHERE e.farm_id = $1 AND e.type = 'metric.value' AND e.data->>'value' = r.value AND e.data->>'device_id' = r.device_id::text))`
+
+// countFarmRows counts the readings and events stored for farm, and the
+// readings paired with their own event, within DBTimeout.
+func countFarmRows(ctx context.Context, databaseURL, farm string) (readings, events, paired int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, DBTimeout)
+	defer cancel()
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
-		return 0, 0, fmt.Errorf("count stored rows: %w", err)
+		return 0, 0, 0, fmt.Errorf("count stored rows: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM readings WHERE farm_id = $1),
-		(SELECT count(*) FROM events WHERE farm_id = $1 AND type = 'metric.value')`, farm).Scan(&readings, &events)
-	if err != nil {
-		return 0, 0, fmt.Errorf("count stored rows: %w", err)
+	if err = conn.QueryRow(ctx, farmRowsSQL, farm).Scan(&readings, &events, &paired); err != nil {
+		return 0, 0, 0, fmt.Errorf("count stored rows: %w", err)
 	}
-	return readings, events, nil
+	return readings, events, paired, nil
 }
 
 func or(v, def string) string {

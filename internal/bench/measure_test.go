@@ -16,10 +16,10 @@ func TestMeasureInTurnsKeepsEveryRequest(t *testing.T) {
 	var calls, base atomic.Int64
 	var mu sync.Mutex
 	var highest int64
-	do := func(_ context.Context, i int64, tl *tally) {
+	do := func(_ context.Context, s slot, tl *tally) {
 		calls.Add(1)
 		mu.Lock()
-		highest = max(highest, i+base.Load()) // as the ingest numbers its requests
+		highest = max(highest, s.i+base.Load()) // as the ingest numbers its requests
 		mu.Unlock()
 		tl.failures++ // as a request with no answer
 		time.Sleep(time.Millisecond)

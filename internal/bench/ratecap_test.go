@@ -12,6 +12,7 @@ func TestRateCap(t *testing.T) {
 		want    float64
 	}{
 		{10000, 12 * time.Second, 100000}, // 120 each within the one window
+		{10000, 60 * time.Second, 20000},  // DefaultIngestDevices over a minute
 		{1000, 60 * time.Second, 2000},
 		{1000, 90 * time.Second, 1000 * 120 * 2 / 90.0}, // a second window starts
 		{10, 0, 0},

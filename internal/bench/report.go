@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,13 +19,16 @@ func (r BaselineResult) Print(w io.Writer) {
 // Print writes r for people.
 func (r IngestResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "ingest: %d answers in %.1fs = %.0f req/s; 201: %.0f/s\n", r.Requests, r.Elapsed.Seconds(), r.RPS, r.CreatedRPS)
-	fmt.Fprintf(w, "  latency %s\n", r.Latency)
+	fmt.Fprintf(w, "  latency %s%s\n", r.Latency, latencyFrom(r.Pacing))
 	fmt.Fprintf(w, "  status %s; no answer: %d\n", statusLine(r.Status), r.Failures)
+	printPacing(w, "  ", r.Pacing, r.Unsent)
 	if wu := r.Warmup; wu != nil {
 		fmt.Fprintf(w, "  warm-up before, not in the figures above: %d answers in %.1fs, latency %s, status %s; no answer: %d\n",
 			wu.Requests, wu.Elapsed.Seconds(), wu.Latency, statusLine(wu.Status), wu.Failures)
+		printPacing(w, "    warm-up ", wu.Pacing, wu.Unsent)
 	}
-	fmt.Fprintf(w, "  stored: %d readings, %d metric.value events for %d created\n", r.Stored, r.Events, r.CreatedInAll())
+	fmt.Fprintf(w, "  stored: %d readings, %d metric.value events, %d readings with their own event, for %d created\n",
+		r.Stored, r.Events, r.Paired, r.CreatedInAll())
 	if r.ServerCPU > 0 && r.Requests > 0 {
 		fmt.Fprintf(w, "  server CPU: %.1fs = %.2f ms per request\n", r.ServerCPU, 1000*r.ServerCPU/float64(r.Requests))
 	}
@@ -35,20 +39,85 @@ func (r IngestResult) Print(w io.Writer) {
 		fmt.Fprintf(w, "  machine speed (median of a sample a second, more is slower): %.0f µs\n", r.SpeedUS)
 	}
 	printRedisCommands(w, r.RedisCommands, r.Created())
+	r.LeftBehind.print(w)
 }
 
-// Check reports a broken guarantee: a 5xx, a request without an answer, or
-// a 201 whose reading or event is not stored.
-func (r IngestResult) Check() error {
-	switch {
-	case r.ServerErrors() > 0:
-		return fmt.Errorf("ingest: %d server errors", r.ServerErrors())
-	case r.Failures > 0 || (r.Warmup != nil && r.Warmup.Failures > 0):
-		return fmt.Errorf("ingest: requests got no answer, last: %s", r.LastFailure)
-	case r.Stored < r.CreatedInAll() || r.Events < r.CreatedInAll():
-		return fmt.Errorf("ingest: %d readings created but %d stored with %d events", r.CreatedInAll(), r.Stored, r.Events)
+// latencyFrom says where a run's latencies start: a paced run's from each
+// request's scheduled time.
+func latencyFrom(p *Pacing) string {
+	if p == nil {
+		return " (from each request's send)"
 	}
-	return nil
+	return " (from each request's scheduled time)"
+}
+
+// printPacing writes, for a paced run, the rate it offered and how late
+// it sent, with a warning when it offered less than asked; and the
+// requests it never sent.
+func printPacing(w io.Writer, indent string, p *Pacing, unsent int64) {
+	if p != nil {
+		fmt.Fprintf(w, "%soffered %.0f/s of the %.0f/s asked; sent late by (the tool's own lateness, in the latency above) p99 %.1fms, max %.1fms\n",
+			indent, p.Offered, p.Rate, ms(p.SendLag.P99), ms(p.SendLag.Max))
+		if p.Short {
+			fmt.Fprintf(w, "%sWARNING: the load offered %.0f%% of the rate asked: the figures describe a lighter load (more --concurrency, or a less busy machine)\n",
+				indent, 100*ratio(p.Offered, p.Rate))
+		}
+	}
+	if unsent > 0 {
+		fmt.Fprintf(w, "%sWARNING: %d scheduled requests were never sent: %s\n", indent, unsent, unsentWhy)
+	}
+}
+
+// unsentWhy says why a run leaves scheduled requests unsent.
+var unsentWhy = fmt.Sprintf("none is sent later than %s after the run's end, and every connection was still waiting (a server slow to answer, or too few --concurrency)", PaceGrace)
+
+// Check reports a broken guarantee: a 5xx, a request without an answer, a
+// scheduled request never sent, no 201 at all in the measured run, or 201s
+// whose readings and events are not stored exactly, each reading with its
+// own event.
+func (r IngestResult) Check() error {
+	created := r.CreatedInAll()
+	var errs []error
+	if n := r.ServerErrors(); n > 0 {
+		errs = append(errs, fmt.Errorf("ingest: %d server errors", n))
+	}
+	if f := r.failures(); f > 0 {
+		errs = append(errs, fmt.Errorf("ingest: %d requests got no answer, last: %s", f, r.lastFailure()))
+	}
+	if n := r.unsent(); n > 0 {
+		errs = append(errs, fmt.Errorf("ingest: %d scheduled requests were never sent (warm-up included): %s", n, unsentWhy))
+	}
+	if r.Created() == 0 {
+		errs = append(errs, fmt.Errorf("ingest: no reading was created in the measured run (status %s)", statusLine(r.Status)))
+	}
+	if r.Stored != created || r.Events != created || r.Paired != created {
+		errs = append(errs, fmt.Errorf("ingest: %d readings created but %d stored with %d events, %d readings with their own event", created, r.Stored, r.Events, r.Paired))
+	}
+	return errors.Join(errs...)
+}
+
+// failures returns the requests without an answer, warm-up included.
+func (r IngestResult) failures() int64 {
+	if r.Warmup == nil {
+		return r.Failures
+	}
+	return r.Failures + r.Warmup.Failures
+}
+
+// unsent returns the requests never sent, warm-up included.
+func (r IngestResult) unsent() int64 {
+	if r.Warmup == nil {
+		return r.Unsent
+	}
+	return r.Unsent + r.Warmup.Unsent
+}
+
+// lastFailure is the measured run's last failure, else the warm-up's.
+func (r IngestResult) lastFailure() string {
+	if r.LastFailure == "" && r.Warmup != nil {
+		return r.Warmup.LastFailure + " (in the warm-up)"
+	}
+	return r.LastFailure
 }
 
 // Print writes r for people.
@@ -56,7 +125,8 @@ func (r DeliveryResult) Print(w io.Writer) {
 	printMachine(w, r.Load, r.Settings)
 	r.Speed.Print(w)
 	fmt.Fprintf(w, "delivery: %d readings accepted; status %s; no answer: %d\n", r.Accepted, statusLine(r.Status), r.Failures)
-	fmt.Fprintf(w, "  POST latency %s\n", r.PostLatency)
+	fmt.Fprintf(w, "  POST latency %s%s\n", r.PostLatency, latencyFrom(r.Pacing))
+	printPacing(w, "  ", r.Pacing, r.Unsent)
 	fmt.Fprintf(w, "  201 -> receiver latency %s\n", r.Latency)
 	fmt.Fprintf(w, "  delivered during load: %d = %.1f/s; delivered in all: %d after %.1fs of drain; missing %d, duplicates %d, rejected %d\n",
 		r.InLoad, r.PerSecond, r.Delivered, r.DrainTime.Seconds(), r.Missing, r.Duplicates, r.Rejected)
@@ -89,12 +159,14 @@ func (r DeliveryResult) Print(w io.Writer) {
 				r.PerSecond, r.Engine.PerSecond)
 		}
 	}
+	r.LeftBehind.print(w)
 }
 
 // Print writes e for people.
 func (e EngineResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "bare engine (same Temporal, same rate, in turns with Furrow; one local activity POSTing, eager start): %d started, %d start errors\n", e.Started, e.StartErrors)
-	fmt.Fprintf(w, "  start call latency %s\n", e.StartLatency)
+	fmt.Fprintf(w, "  start call latency %s%s\n", e.StartLatency, latencyFrom(e.Pacing))
+	printPacing(w, "  ", e.Pacing, e.Unsent)
 	fmt.Fprintf(w, "  start -> receiver latency %s\n", e.Latency)
 	fmt.Fprintf(w, "  delivered during load: %d = %.1f/s; delivered in all: %d after %.1fs of drain; missing %d, rejected %d\n",
 		e.InLoad, e.PerSecond, e.Delivered, e.DrainTime.Seconds(), e.Missing, e.Rejected)
@@ -105,9 +177,10 @@ func (e EngineResult) Print(w io.Writer) {
 	e.Cost.Print(w, e.Delivered)
 }
 
-// Check reports a broken guarantee: a 5xx, a request without an answer, an
-// accepted reading whose event never arrived, or a delivery the receiver
-// could not verify.
+// Check reports a broken guarantee: a 5xx, a request without an answer, a
+// scheduled request never sent, no reading accepted at all, an accepted
+// reading whose event never arrived, or a delivery the receiver could not
+// verify.
 func (r DeliveryResult) Check() error {
 	for code, n := range r.Status {
 		if strings.HasPrefix(code, "5") && n > 0 {
@@ -117,6 +190,10 @@ func (r DeliveryResult) Check() error {
 	switch {
 	case r.Failures > 0:
 		return fmt.Errorf("delivery: %d requests got no answer", r.Failures)
+	case r.Unsent > 0:
+		return fmt.Errorf("delivery: %d scheduled readings were never sent: %s", r.Unsent, unsentWhy)
+	case r.Accepted == 0:
+		return fmt.Errorf("delivery: no reading was accepted (status %s)", statusLine(r.Status))
 	case r.Missing > 0:
 		return fmt.Errorf("delivery: %d accepted readings were not delivered within the drain time", r.Missing)
 	case r.Rejected > 0:

@@ -91,8 +91,8 @@ func TestPaceRateStopsAtEnd(t *testing.T) {
 	}
 	full := newPace(time.Hour, 0)
 	for want := range int64(3) {
-		if i, ok := full.next(t.Context()); !ok || i != want {
-			t.Fatalf("next = %d, %v; want %d", i, ok, want)
+		if s, ok := full.next(t.Context()); !ok || s.i != want {
+			t.Fatalf("next = %d, %v; want %d", s.i, ok, want)
 		}
 	}
 }
@@ -102,12 +102,12 @@ func TestPaceLastsUntilItsMinimum(t *testing.T) {
 		p := newPace(time.Second, rate).atLeast(5)
 		p.end = p.start // The time is up, but not the minimum.
 		for want := range int64(5) {
-			if i, ok := p.next(t.Context()); !ok || i != want {
-				t.Fatalf("rate %v: next = %d, %v; want %d, true", rate, i, ok, want)
+			if s, ok := p.next(t.Context()); !ok || s.i != want {
+				t.Fatalf("rate %v: next = %d, %v; want %d, true", rate, s.i, ok, want)
 			}
 		}
-		if i, ok := p.next(t.Context()); ok {
-			t.Errorf("rate %v: request %d handed out past both the end and the minimum", rate, i)
+		if s, ok := p.next(t.Context()); ok {
+			t.Errorf("rate %v: request %d handed out past both the end and the minimum", rate, s.i)
 		}
 	}
 }

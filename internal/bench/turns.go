@@ -35,10 +35,16 @@ type rawTurns struct {
 	load                  time.Duration
 	backlogs              []Backlog
 	cpu                   []float64 // machine CPU seconds per delivery
+	// sched is the schedule's figures of the turns' loads (send lags,
+	// span and unsent slots) at rate per second.
+	sched tally
+	rate  float64
 }
 
 // add appends o's turns to r's.
 func (r *rawTurns) add(o rawTurns) {
+	r.sched.merge(&o.sched)
+	r.rate = max(r.rate, o.rate)
 	r.post = append(r.post, o.post...)
 	r.delivery = append(r.delivery, o.delivery...)
 	r.speed = append(r.speed, o.speed...)
@@ -69,7 +75,13 @@ type side struct {
 	Backlog   Backlog       `json:"backlog"`
 	// Cost is what the side's turns cost the machine, loads and drains.
 	Cost Cost `json:"cost"`
-	raw  rawTurns
+	// Pacing is how well the side's loads kept their schedule; the
+	// latency of its requests runs from each one's scheduled time.
+	Pacing *Pacing `json:"pacing,omitempty"`
+	// Unsent counts the requests scheduled but never sent, the turn's end
+	// and PaceGrace having passed.
+	Unsent int64 `json:"unsent"`
+	raw    rawTurns
 }
 
 // add folds the side's turn t, its cost measured, into s.
@@ -91,6 +103,7 @@ func (s *side) finish() Summary {
 	s.Latency, s.PerSecond = Summarize(s.raw.delivery), perSecond(s.InLoad, s.raw.load)
 	s.Backlog = joinBacklogs(s.raw.backlogs)
 	s.Backlog.Limit = limitOf(s.Backlog, s.Cost, s.Delivered)
+	s.Pacing, s.Unsent = s.raw.sched.pacing(s.raw.rate), s.raw.sched.unsent
 	return Summarize(s.raw.post)
 }
 
@@ -161,6 +174,7 @@ func (c Cost) plus(o Cost) Cost {
 	sum := Cost{
 		CPU: addSeconds(c.CPU, o.CPU), Postgres: addSeconds(c.Postgres, o.Postgres),
 		FurrowDatabase: cmp.Or(c.FurrowDatabase, o.FurrowDatabase),
+		Steal:          c.Steal + o.Steal,
 		Wall:           c.Wall + o.Wall, Cores: max(c.Cores, o.Cores),
 	}
 	dbs := map[string]DatabaseCost{}
@@ -223,8 +237,8 @@ func startTurn(ctx context.Context, rcv *Receiver, tag string, d time.Duration, 
 
 // end waits up to drain for the turn's events and returns the side's
 // figures of the turn; at holds when each event's request was made or
-// answered, post the requests' latencies.
-func (m *turnMeter) end(ctx context.Context, drain time.Duration, at map[string]time.Time, post []time.Duration) side {
+// answered, tl the turn's load.
+func (m *turnMeter) end(ctx context.Context, drain time.Duration, at map[string]time.Time, tl *tally) side {
 	loadEnd := time.Now()
 	samples := m.sampler.stop()
 	s := side{DrainTime: m.drain(ctx, drain)}
@@ -232,7 +246,8 @@ func (m *turnMeter) end(ctx context.Context, drain time.Duration, at map[string]
 	s.Missing, s.InLoad = missing, inLoad
 	s.Delivered, s.Rejected = m.rcv.received(m.tag), m.rcv.rejections()-m.rejected
 	d := m.pace.end.Sub(m.pace.start)
-	s.raw = rawTurns{post: post, delivery: lat, load: loadEnd.Sub(m.pace.start), backlogs: []Backlog{analyse(samples, d, m.pace.rate)}}
+	s.raw = rawTurns{post: tl.latencies, delivery: lat, load: loadEnd.Sub(m.pace.start), backlogs: []Backlog{analyse(samples, d, m.pace.rate)},
+		sched: tally{lags: tl.lags, span: tl.span, unsent: tl.unsent}, rate: m.pace.rate}
 	return s
 }
 
