@@ -7,10 +7,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow/internal/tcpdial"
 )
 
 //go:embed migrations/*.sql
@@ -62,9 +65,37 @@ func MigrationsDigest() string {
 // creation of a table's partitions, waits at most 5 s at a time for a
 // table lock, so that a long transaction on a table does not make every
 // query of it queue behind the change; it is tried again a second later,
-// 12 times in all, and then Migrate fails naming it.
+// 12 times in all, and then Migrate fails naming it. Its connection has the
+// default bounds of MigrateOptions.
 func Migrate(ctx context.Context, databaseURL string) error {
-	return migrate(ctx, databaseURL, "", defaultLockPatience)
+	return MigrateWith(ctx, databaseURL, MigrateOptions{})
+}
+
+// MigrateOptions bounds Migrate's connection as Options bounds a DB's.
+// Zero values select the defaults.
+type MigrateOptions struct {
+	// ConnectTimeout bounds opening the connection, TCP and startup
+	// together; default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// DeadConnTimeout is how long a silent server may leave the
+	// connection unanswered before it is dropped; default
+	// DefaultDeadConnTimeout.
+	DeadConnTimeout time.Duration
+	// Logger is told while another migrate holds the migrations' lock;
+	// default slog.Default().
+	Logger *slog.Logger
+}
+
+// Waits for another session's migrations lock: how often it is tried, and
+// how often the wait is logged after its first line.
+const (
+	migrateLockPoll    = 250 * time.Millisecond
+	migrateLockLogEach = 10 * time.Second
+)
+
+// MigrateWith is Migrate with the connection bounded by opts.
+func MigrateWith(ctx context.Context, databaseURL string, opts MigrateOptions) error {
+	return migrateWith(ctx, databaseURL, "", defaultLockPatience, opts)
 }
 
 // lockPatience bounds a migration's waits for table locks. A migration
@@ -82,16 +113,21 @@ type lockPatience struct {
 var defaultLockPatience = lockPatience{timeout: lockTimeout, pause: time.Second, tries: 12}
 
 // migrate applies the migrations up to and including version upTo, or all
-// of them when upTo is empty.
+// of them when upTo is empty, with the default connection bounds.
 func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatience) error {
-	conn, err := pgx.Connect(ctx, databaseURL)
+	return migrateWith(ctx, databaseURL, upTo, patience, MigrateOptions{})
+}
+
+// migrateWith is migrate on a connection bounded by opts.
+func migrateWith(ctx context.Context, databaseURL, upTo string, patience lockPatience, opts MigrateOptions) error {
+	conn, err := connectMigrate(ctx, databaseURL, opts)
 	if err != nil {
-		return fmt.Errorf("store: migrate: connect: %w", err)
+		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	// A session lock: closing the connection releases it even on error.
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
-		return fmt.Errorf("store: migrate: lock: %w", err)
+	if err := lockMigrations(ctx, conn, opts.Logger); err != nil {
+		return err
 	}
 	const create = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`
@@ -125,6 +161,58 @@ func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatienc
 	}
 	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey)
 	return err
+}
+
+// connectMigrate opens Migrate's connection with the bounds of a DB's
+// (see Open), so that an unreachable or silent server fails it in time.
+func connectMigrate(ctx context.Context, databaseURL string, opts MigrateOptions) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		// The parse error may quote the URL and with it a password.
+		return nil, fmt.Errorf("store: migrate: invalid database URL")
+	}
+	bounds := Options{ConnectTimeout: opts.ConnectTimeout, DeadConnTimeout: opts.DeadConnTimeout}.withDefaults()
+	cfg.ConnectTimeout = bounds.ConnectTimeout
+	cfg.DialFunc = tcpdial.Dialer(bounds.ConnectTimeout, bounds.DeadConnTimeout).DialContext
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: migrate: connect: %w", err)
+	}
+	return conn, nil
+}
+
+// lockMigrations takes the session lock that serializes migrations. While
+// another session holds it (another migrate, perhaps itself stuck behind a
+// table lock) it logs so at once and every migrateLockLogEach, rather than
+// waiting silently, and it gives up when ctx ends.
+func lockMigrations(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	began := time.Now()
+	var logged time.Time
+	for {
+		var locked bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", migrateLockKey).Scan(&locked); err != nil {
+			return fmt.Errorf("store: migrate: lock: %w", err)
+		}
+		if locked {
+			return nil
+		}
+		if logged.IsZero() || time.Since(logged) >= migrateLockLogEach {
+			logged = time.Now()
+			// The holder's pid finds it in pg_stat_activity; best effort.
+			var holder int32
+			_ = conn.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+				AND classid::bigint = 0 AND objid::bigint = $1 AND objsubid = 1 LIMIT 1`, migrateLockKey).Scan(&holder)
+			log.Info("waiting for another migrate", "waited", logged.Sub(began).Round(time.Second).String(), "holder_pid", holder)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("store: migrate: waiting for another migrate: %w", ctx.Err())
+		case <-time.After(migrateLockPoll):
+		}
+	}
 }
 
 // patiently runs step (named what), trying again while a table lock it

@@ -2,6 +2,9 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -151,5 +154,98 @@ func TestMissingMigrations(t *testing.T) {
 	missing, err = db.MissingMigrations(ctx)
 	if err != nil || len(missing) != 0 {
 		t.Errorf("migrated: missing %v, %v; want none", missing, err)
+	}
+}
+
+// migrateLockKey is the advisory lock Migrate takes ("furr").
+const migrateLockKey = 0x66757272
+
+// While another session holds the migrations' lock, Migrate says that it
+// is waiting rather than hanging silently, gives up when its context ends,
+// and goes on once the lock is released.
+func TestMigrateWaitsForAnotherMigrateVisibly(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.NewDatabase(t, testenv.NoSchema)
+	holder := connect(t, url)
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
+		t.Fatal(err)
+	}
+	var log testenv.Buffer
+	opts := store.MigrateOptions{Logger: slog.New(slog.NewTextHandler(&log, nil))}
+
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	began := time.Now()
+	err := store.MigrateWith(short, url, opts)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(began) > 5*time.Second {
+		t.Fatalf("Migrate behind another's lock, for a second: %v after %s; want the context's deadline", err, time.Since(began))
+	}
+	if !strings.Contains(log.String(), "waiting for another migrate") {
+		t.Fatalf("the wait was not logged:\n%s", log.String())
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- store.MigrateWith(ctx, url, opts) }()
+	time.Sleep(300 * time.Millisecond)
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Migrate once the lock was released: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Migrate still waiting 2 minutes after the lock was released")
+	}
+}
+
+// A database URL that does not parse is refused without quoting it: the
+// parse error may hold part of the password, here one with an unescaped @
+// or an unterminated quote.
+func TestMigrateDoesNotQuoteAMalformedURL(t *testing.T) {
+	cases := []struct{ url, password string }{
+		{"postgres://furrow:s3cret@x:hunter2@127.0.0.1:notaport/furrow", "s3cret@x:hunter2"},
+		{"host=127.0.0.1 password='s3cret hunter2 port=5432", "s3cret hunter2"},
+		{"postgres://furrow:hunter2%zz@127.0.0.1:5432/furrow", "hunter2%zz"},
+	}
+	for _, c := range cases {
+		err := store.MigrateWith(context.Background(), c.url, store.MigrateOptions{})
+		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Migrate with password %q: %v; want an error that quotes none of it", c.password, err)
+		}
+	}
+}
+
+// Migrate's connection is bounded like a DB's: a server that accepts the
+// connection and never answers fails it within ConnectTimeout.
+func TestMigrateConnectTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		for len(accepted) > 0 {
+			(<-accepted).Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	err = store.MigrateWith(ctx, "postgres://furrow@"+ln.Addr().String()+"/furrow?sslmode=disable",
+		store.MigrateOptions{ConnectTimeout: 200 * time.Millisecond})
+	if took := time.Since(began); err == nil || took > 3*time.Second {
+		t.Fatalf("Migrate against a silent server: %v after %s; want a failure after about 200 ms", err, took)
 	}
 }

@@ -61,7 +61,9 @@ var ErrNoKeyRing = errors.New("store: no key ring is configured, so there is not
 // A row another transaction holds is taken up in a later pass; it returns
 // once no row is left to do, or with an error when rows stayed held for
 // sealIdlePasses passes. A secret that does not open stops it with an
-// error naming the webhook and the key.
+// error naming the webhook and the key. Before it writes anything, it
+// checks that the ring's first key opens a secret already sealed under
+// that key's id, if there is one (ErrPrimaryMismatch).
 func (db *DB) SealSecrets(ctx context.Context, opts SealOptions) (SealReport, error) {
 	if db.keys == nil {
 		return SealReport{}, ErrNoKeyRing
@@ -70,6 +72,9 @@ func (db *DB) SealSecrets(ctx context.Context, opts SealOptions) (SealReport, er
 		opts.BatchSize = DefaultSealBatch
 	}
 	rep := SealReport{KeyID: db.keys.Primary()}
+	if err := db.checkPrimary(ctx, rep.KeyID); err != nil {
+		return rep, err
+	}
 	s := sealer{db: db, opts: opts, rep: &rep, now: db.nowMs()}
 	for idle := 0; ; {
 		changed, err := s.pass(ctx)
@@ -93,6 +98,32 @@ func (db *DB) SealSecrets(ctx context.Context, opts SealOptions) (SealReport, er
 		case <-time.After(sealIdlePause):
 		}
 	}
+}
+
+// ErrPrimaryMismatch is returned by SealSecrets when a secret stored as
+// sealed with the id of the ring's first key does not open with it: the
+// ring holds another key under an id already used, and sealing with it
+// would leave secrets that no kept key opens.
+var ErrPrimaryMismatch = errors.New("store: the key ring's first key is not the key that sealed the stored secrets under its id; a new key needs an id of its own")
+
+// checkPrimary opens one stored secret sealed under keyID, the ring's
+// first key, and fails with ErrPrimaryMismatch when it does not open.
+func (db *DB) checkPrimary(ctx context.Context, keyID string) error {
+	var id uuid.UUID
+	var stored string
+	err := db.pool.QueryRow(ctx, `SELECT id, secret FROM webhooks WHERE secret_key_id = $1
+		UNION ALL SELECT id, previous_secret FROM webhooks WHERE previous_secret_key_id = $1 AND previous_secret IS NOT NULL
+		LIMIT 1`, keyID).Scan(&id, &stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return translate(err, "seal secrets", "webhook")
+	}
+	if _, err := db.open(id, stored, keyID); err != nil {
+		return fmt.Errorf("%w (key id %q does not open the secret of webhook %s; nothing was written)", ErrPrimaryMismatch, keyID, id)
+	}
+	return nil
 }
 
 // pendingSQL is the condition of a row left to do, with the named

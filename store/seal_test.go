@@ -358,3 +358,47 @@ func holdRows(t *testing.T, url string, n int) (release func()) {
 	t.Cleanup(release)
 	return release
 }
+
+// A ring whose first key has the id of the key that sealed stored secrets,
+// but is another key (a ring made anew, reusing k1), would seal every
+// remaining secret with a key nobody kept: SealSecrets refuses before
+// writing anything. A ring with the right key under that id goes on.
+func TestSealSecretsRefusesAnotherKeyUnderAUsedID(t *testing.T) {
+	ctx := context.Background()
+	plainDB, url := newDB(t, newClock())
+	farm, _ := populate(t, plainDB, url, 3)
+	k1, _ := openOn(t, url, ringOf(t, "k1", 1))
+	sealed := sealableWebhook(t, k1, farm)
+	before, err := k1.SecretsByKey(ctx)
+	if err != nil || before[""] != 3 || before["k1"] != 1 {
+		t.Fatalf("secrets by key %v (%v), want 3 unsealed and 1 under k1", before, err)
+	}
+
+	for _, ring := range []*keyring.Ring{ringOf(t, "k1", 9), ringOf(t, "k1", 9, "k0", 1)} {
+		other, _ := openOn(t, url, ring)
+		for _, reseal := range []bool{false, true} {
+			rep, err := other.SealSecrets(ctx, store.SealOptions{Reseal: reseal})
+			if !errors.Is(err, store.ErrPrimaryMismatch) || !strings.Contains(err.Error(), `"k1"`) || rep.Batches != 0 {
+				t.Fatalf("SealSecrets (reseal %v) with another key named k1: %+v, %v; want ErrPrimaryMismatch naming k1", reseal, rep, err)
+			}
+		}
+	}
+	if after, err := k1.SecretsByKey(ctx); err != nil || after[""] != 3 || after["k1"] != 1 {
+		t.Fatalf("after the refusals: secrets by key %v (%v), want nothing changed", after, err)
+	}
+
+	// The previous secret of a rotation is checked as well.
+	conn := connect(t, url)
+	if _, err := conn.Exec(ctx, `UPDATE webhooks SET previous_secret = secret, previous_secret_key_id = secret_key_id,
+		previous_secret_until_ms = $2, secret = 'whsec_plain', secret_key_id = NULL WHERE id = $1`, sealed.ID, time.Now().Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := openOn(t, url, ringOf(t, "k1", 9))
+	if _, err := other.SealSecrets(ctx, store.SealOptions{}); !errors.Is(err, store.ErrPrimaryMismatch) {
+		t.Fatalf("with k1 only on a previous secret: %v, want ErrPrimaryMismatch", err)
+	}
+
+	if rep, err := k1.SealSecrets(ctx, store.SealOptions{}); err != nil || rep.Sealed != 4 {
+		t.Fatalf("SealSecrets with the key that sealed them: %+v, %v; want 4 sealed", rep, err)
+	}
+}

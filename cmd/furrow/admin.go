@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,12 +9,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/furrowhq/furrow/store"
 )
 
+// runMigrate is `furrow migrate`, on a connection bounded as serve's are.
 func runMigrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+	opts := store.MigrateOptions{ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn, Logger: logger}
+	if err := store.MigrateWith(ctx, cfg.DatabaseURL, opts); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	logger.Info("migrations applied")
@@ -36,16 +40,23 @@ func runAdmin(ctx context.Context, cfg Config, args []string, stdout io.Writer, 
 	return adminCommands[args[0]](ctx, cfg, args[1:], stdout, log)
 }
 
-// parseFlags parses args into fs, whose usage goes to stdout.
+// parseFlags parses args into fs, whose usage goes to stdout when asked
+// for. A bad flag is a usage error naming it; what the flag package wrote
+// about it is dropped, since main prints the error.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
 	fs.SetOutput(stdout)
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+	name := strings.TrimPrefix(fs.Name(), "furrow ")
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = out.WriteTo(stdout)
 		return errHelp
-	} else if err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected argument %q: %w", fs.Name(), fs.Arg(0), errUsage)
+	case err != nil:
+		return fmt.Errorf("%s: %v (%s --help lists its flags): %w", name, err, fs.Name(), errUsage)
+	case fs.NArg() > 0:
+		return fmt.Errorf("%s: unexpected argument %q: %w", name, fs.Arg(0), errUsage)
 	}
 	return nil
 }
@@ -53,7 +64,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 // adminCreateUser handles `furrow admin create-user --email E`: the app's
 // identity system is outside this service, so operators and tests make
 // users here.
-func adminCreateUser(ctx context.Context, cfg Config, args []string, stdout io.Writer, _ *slog.Logger) error {
+func adminCreateUser(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("furrow admin create-user", flag.ContinueOnError)
 	email := fs.String("email", "", "the new user's email")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -62,7 +73,9 @@ func adminCreateUser(ctx context.Context, cfg Config, args []string, stdout io.W
 	if *email == "" {
 		return fmt.Errorf("admin create-user: --email is required: %w", errUsage)
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{})
+	// The configured options, so that the connection bounds hold here too
+	// and the user is written as serve would write it.
+	db, err := store.Open(ctx, cfg.DatabaseURL, storeOptions(cfg, log))
 	if err != nil {
 		return err
 	}

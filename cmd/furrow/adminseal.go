@@ -22,13 +22,28 @@ It commits every --batch rows, skipping rows other transactions hold and
 taking them up in a later pass, so it runs beside serving replicas and
 flowing deliveries, and beside another run of itself. Interrupted, it is
 resumed by running it again; run on a sealed database, it does nothing.
-Progress is logged on stderr; the summary is printed on stdout as JSON:
-{"key_id","sealed","resealed","batches","by_key","unsealed"}.
+Progress is logged on stderr; the summary is printed on stdout as JSON
+(see summary below).
 
 Give every serve and worker the key ring first, so that they can open
 what it seals.
 
 flags:
+`
+
+// sealSummaryHelp describes the summary's keys, after the flags of either
+// command's help.
+const sealSummaryHelp = `
+summary:
+  key_id    the ring's first key, which sealed every secret written
+  sealed    secrets that were stored unsealed and are now sealed
+  resealed  secrets sealed with another key and now with key_id
+  cleared   previous secrets whose overlap had ended, removed
+  batches   transactions that rewrote rows
+  counted   whether the secrets could be counted after the run; when
+            false, by_key and unsealed are left out
+  by_key    the stored secrets sealed with each key, after the run
+  unsealed  the stored secrets not sealed, after the run
 `
 
 const resealHelp = `usage: furrow admin reseal [--batch N]
@@ -48,20 +63,28 @@ It commits every --batch rows, skipping rows other transactions hold and
 taking them up in a later pass; interrupted, it is resumed by running it
 again, and run twice it does nothing the second time. A secret sealed with
 a key the ring does not hold stops it with an error naming that key.
-Progress is logged on stderr; the summary is printed on stdout as JSON:
-{"key_id","sealed","resealed","batches","by_key","unsealed"}.
+Progress is logged on stderr; the summary is printed on stdout as JSON
+(see summary below).
 
 flags:
 `
 
-// sealSummary is the JSON the sealing commands print.
+// sealSummary is the JSON the sealing commands print (sealSummaryHelp).
 type sealSummary struct {
 	store.SealReport
+	// Counted says whether ByKey and Unsealed were read. They are left
+	// out when not, so that a failed count never reads as "0 unsealed",
+	// which operators check for.
+	Counted bool `json:"counted"`
 	// ByKey counts the sealed secrets by key id after the run; Unsealed
 	// the others.
-	ByKey    map[string]int64 `json:"by_key"`
-	Unsealed int64            `json:"unsealed"`
+	ByKey    map[string]int64 `json:"by_key,omitzero"`
+	Unsealed *int64           `json:"unsealed,omitzero"`
 }
+
+// secretsByKey counts the stored secrets after a run; a variable so that
+// tests can make the count fail.
+var secretsByKey = (*store.DB).SecretsByKey
 
 func adminSealSecrets(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error {
 	return adminSeal(ctx, cfg, args, stdout, log, "seal-secrets", sealSecretsHelp, false)
@@ -77,6 +100,7 @@ func adminSeal(ctx context.Context, cfg Config, args []string, stdout io.Writer,
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), help)
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), sealSummaryHelp)
 	}
 	batch := fs.Int("batch", store.DefaultSealBatch, "rows re-written per transaction")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -99,11 +123,11 @@ func adminSeal(ctx context.Context, cfg Config, args []string, stdout io.Writer,
 	sum := sealSummary{SealReport: rep}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	byKey, cerr := db.SecretsByKey(cctx)
+	byKey, cerr := secretsByKey(db, cctx)
 	if cerr == nil {
-		sum.Unsealed = byKey[""]
+		unsealed := byKey[""]
 		delete(byKey, "")
-		sum.ByKey = byKey
+		sum.Counted, sum.ByKey, sum.Unsealed = true, byKey, &unsealed
 	}
 	if jerr := json.NewEncoder(stdout).Encode(sum); jerr != nil {
 		return jerr

@@ -20,7 +20,8 @@ import (
 // (unless FURROW_TEMPORAL_ADDRESS is set), the API, the dispatcher and the
 // worker; on an empty database it seeds a demo owner, farm and device.
 func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logger, stdout io.Writer) error {
-	if err := store.Migrate(ctx, cfg.DatabaseURL); err != nil {
+	opts := store.MigrateOptions{ConnectTimeout: cfg.Bounds.Connect, DeadConnTimeout: cfg.Bounds.DeadConn, Logger: log}
+	if err := store.MigrateWith(ctx, cfg.DatabaseURL, opts); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if cfg.SecretKeys == nil {

@@ -51,8 +51,9 @@ var commandUsage = map[string]string{
 	"probe":   "usage: furrow probe URL\n\nexit 0 when URL answers 200 (container health checks)\n",
 }
 
-// errUsage marks a command line that could not be understood.
-var errUsage = errors.New("usage")
+// errUsage marks a command line that could not be understood. Its text
+// ends the message main prints above the usage, after what was wrong.
+var errUsage = errors.New("invalid command line")
 
 // errHelp marks a command line that asked for help, which was printed.
 var errHelp = errors.New("help printed")
@@ -78,14 +79,25 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, errUsage) {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	os.Exit(report(err, os.Stderr))
+}
+
+// report prints err, if any, on stderr and returns the exit status: 2 for
+// a command line that could not be understood, with what was wrong in it
+// (when more is known than that) above the usage, 1 for other errors.
+func report(err error, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		if err != errUsage {
+			fmt.Fprintln(stderr, "furrow:", err)
+		}
+		fmt.Fprint(stderr, usage)
+		return 2
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "furrow:", err)
-		os.Exit(1)
-	}
+	fmt.Fprintln(stderr, "furrow:", err)
+	return 1
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -105,6 +117,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // runCommand runs the command args[0].
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	// help and probe read no setting, so a malformed one (or an unreadable
+	// key-ring file) does not fail them: probe is the containers' health
+	// check, and help is how an operator finds the fix.
+	switch args[0] {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "probe":
+		return runProbe(ctx, args[1:], stdout)
+	case "dev", "serve", "worker", "migrate":
+		// A flag such as --dry-run must not be ignored by a command that
+		// then does everything.
+		if len(args) > 1 {
+			return fmt.Errorf("%s: unexpected argument %q; %s takes no arguments, its settings are FURROW_* environment variables: %w",
+				args[0], args[1], args[0], errUsage)
+		}
+	case "admin", "bench":
+	default:
+		return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg, err := loadConfig(getenv)
 	if err != nil {
@@ -119,15 +151,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return runMigrate(ctx, cfg, logger)
 	case "admin":
 		return runAdmin(ctx, cfg, args[1:], stdout, logger)
-	case "probe":
-		return runProbe(ctx, args[1:], stdout)
-	case "bench":
-		return runBench(ctx, cfg, args[1:], stdout, logger)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
 	}
-	return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
+	return runBench(ctx, cfg, args[1:], stdout, logger)
 }
 
 // runService runs one of the long-running commands with the profiler and

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -57,6 +59,8 @@ func readRing(file string) (*keyring.Ring, error) {
 // devSecretKeys returns the key ring `furrow dev` keeps in dir, making a
 // one-key ring readable by the owner only on first use. The file is a ring
 // like FURROW_SECRET_KEYS, so a key can be put in front of it by hand.
+// Rings made before keys had ids of their own (id "dev") are read as they
+// are.
 func devSecretKeys(dir string, log *slog.Logger) (*keyring.Ring, error) {
 	path := filepath.Join(dir, devKeyFile)
 	r, err := readRing(path)
@@ -66,21 +70,69 @@ func devSecretKeys(dir string, log *slog.Logger) (*keyring.Ring, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return readRing(path) // another dev process made it first
-	} else if err != nil {
+	id, err := newDevKeyID()
+	if err != nil {
 		return nil, err
 	}
-	_, err = fmt.Fprintf(f, "dev:%s\n", keyring.NewKey())
-	if cerr := f.Close(); err == nil {
+	switch err := writeNew(path, fmt.Sprintf("%s:%s\n", id, keyring.NewKey())); {
+	case errors.Is(err, fs.ErrExist):
+		return readRing(path) // another dev process made it first
+	case err != nil:
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	log.Info("made a key ring sealing webhook secrets", "file", path, "key_id", id)
+	return readRing(path)
+}
+
+// newDevKeyID returns a key id of its own for a new dev ring: a ring made
+// again after the data directory was deleted must not reuse the old id, or
+// the secrets the old key sealed would be reported as altered rather than
+// as sealed with a key the ring does not hold.
+func newDevKeyID() (string, error) {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "dev-" + hex.EncodeToString(b), nil
+}
+
+// writeNew writes content to path, mode 0600, unless path exists
+// (fs.ErrExist). The file appears whole or not at all: it is written and
+// synced under another name, then linked into place, which, unlike a
+// rename, never replaces a file another process made meanwhile.
+func writeNew(path, content string) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err = tmp.Chmod(0o600); err == nil {
+		if _, err = tmp.WriteString(content); err == nil {
+			err = tmp.Sync()
+		}
+	}
+	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
-	log.Info("made a key ring sealing webhook secrets", "file", path)
-	return readRing(path)
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		return err
+	} else if err != nil {
+		// A file system without hard links: rename, as atomic, but it
+		// would replace a file made meanwhile.
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return err
+		}
+	}
+	// The new name is durable once its directory is synced.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
 }
 
 // warnUnsealed says loudly, at start, that webhook secrets are stored

@@ -5,16 +5,20 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/furrowhq/furrow/keyring"
 	"github.com/furrowhq/furrow/store"
 )
 
@@ -127,7 +131,7 @@ func TestAdminSealSecrets(t *testing.T) {
 	}
 	k1 := "k1:" + testKey(1)
 	sum, progress, err := admin(k1, "seal-secrets", "--batch", "2")
-	if err != nil || sum.Sealed != 5 || sum.Batches != 3 || sum.Unsealed != 0 || sum.ByKey["k1"] != 5 {
+	if err != nil || sum.Sealed != 5 || sum.Batches != 3 || !sum.Counted || sum.Unsealed == nil || *sum.Unsealed != 0 || sum.ByKey["k1"] != 5 {
 		t.Fatalf("seal-secrets: %+v, %v", sum, err)
 	}
 	if strings.Count(progress, "seal-secrets progress") != 3 {
@@ -136,11 +140,152 @@ func TestAdminSealSecrets(t *testing.T) {
 	if sum, _, err := admin(k1, "seal-secrets"); err != nil || sum.Sealed != 0 || sum.Batches != 0 {
 		t.Fatalf("seal-secrets again: %+v, %v", sum, err)
 	}
+	// Another key under the id that sealed the stored secrets would seal
+	// the rest with a key nobody kept.
+	for _, cmd := range []string{"seal-secrets", "reseal"} {
+		if _, _, err := admin("k1:"+testKey(9), cmd); err == nil || !strings.Contains(err.Error(), "id of its own") {
+			t.Fatalf("%s with another key named k1: %v", cmd, err)
+		}
+	}
 	sum, _, err = admin("k2:"+testKey(2)+","+k1, "reseal")
 	if err != nil || sum.Resealed != 5 || sum.KeyID != "k2" || sum.ByKey["k2"] != 5 || len(sum.ByKey) != 1 {
 		t.Fatalf("reseal: %+v, %v", sum, err)
 	}
 	if _, _, err := admin("k3:"+testKey(3), "reseal"); err == nil || !strings.Contains(err.Error(), `"k2"`) {
 		t.Fatalf("reseal without the key the secrets are sealed with: %v", err)
+	}
+}
+
+// A ring made again after the data directory was deleted has a key id of
+// its own, so that secrets the lost key sealed are reported as sealed with
+// a key the ring does not hold, not as altered. A ring made before ids
+// were random (id "dev") is still read.
+func TestDevSecretKeysHaveIDsOfTheirOwn(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	dir := filepath.Join(t.TempDir(), "data")
+	first, err := devSecretKeys(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^dev-[0-9a-f]{8}$`).MatchString(first.Primary()) {
+		t.Fatalf("key id %q, want dev- and 8 hex digits", first.Primary())
+	}
+	if names := dirNames(t, dir); len(names) != 1 || names[0] != devKeyFile {
+		t.Fatalf("the data directory holds %v, want the key file alone", names)
+	}
+	id, sealed := first.Seal([]byte("whsec_x"), []byte("aad"))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	second, err := devSecretKeys(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Primary() == first.Primary() {
+		t.Fatalf("the new ring reuses key id %q", first.Primary())
+	}
+	if _, err := second.Open(id, sealed, []byte("aad")); !errors.Is(err, keyring.ErrUnknownKey) {
+		t.Fatalf("a secret the lost key sealed: %v, want %v", err, keyring.ErrUnknownKey)
+	}
+
+	old := filepath.Join(t.TempDir(), "old")
+	if err := os.MkdirAll(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, devKeyFile), []byte("dev:"+testKey(4)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := devSecretKeys(old, log); err != nil || r.Primary() != "dev" {
+		t.Fatalf("an existing ring with id dev: %v, %v", r, err)
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// Several dev processes starting at once on a new data directory end up
+// with the one ring.
+func TestDevSecretKeysMadeOnce(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	dir := filepath.Join(t.TempDir(), "data")
+	rings := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range rings {
+		wg.Go(func() {
+			r, err := devSecretKeys(dir, log)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			rings[i] = r.Primary()
+		})
+	}
+	wg.Wait()
+	for _, id := range rings {
+		if id != rings[0] {
+			t.Fatalf("concurrent starts made different rings: %v", rings)
+		}
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Fatalf("the data directory holds %v, want the key file alone", names)
+	}
+}
+
+// When the secrets cannot be counted after a run, the summary says so and
+// does not claim that none is left unsealed.
+func TestAdminSealSummaryWhenTheCountFails(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.NewDatabase(t, schema)
+	count := secretsByKey
+	secretsByKey = func(*store.DB, context.Context) (map[string]int64, error) {
+		return nil, errors.New("store: count secrets: connection lost")
+	}
+	t.Cleanup(func() { secretsByKey = count })
+	var out bytes.Buffer
+	err := run(ctx, []string{"admin", "seal-secrets"}, env(map[string]string{"FURROW_DATABASE_URL": url, "FURROW_SECRET_KEYS": "k1:" + testKey(1)}), &out, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "count the secrets") {
+		t.Fatalf("seal-secrets whose count failed: %v", err)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatalf("the summary is not JSON: %v\n%s", err, out.String())
+	}
+	_, unsealed := sum["unsealed"]
+	_, byKey := sum["by_key"]
+	if unsealed || byKey || sum["counted"] != false || sum["key_id"] != "k1" {
+		t.Fatalf("summary %s: want counted false, key_id, and neither unsealed nor by_key", out.String())
+	}
+}
+
+// The sealing commands' help names every key of the summary they print.
+func TestAdminSealHelpNamesTheSummaryKeys(t *testing.T) {
+	var sum bytes.Buffer
+	if err := json.NewEncoder(&sum).Encode(sealSummary{Counted: true, ByKey: map[string]int64{}, Unsealed: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]any
+	if err := json.Unmarshal(sum.Bytes(), &keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"seal-secrets", "reseal"} {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"admin", cmd, "--help"}, env(nil), &out, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		for k := range keys {
+			if !regexp.MustCompile(`(?m)^\s+` + k + `\s`).MatchString(out.String()) {
+				t.Errorf("furrow admin %s --help does not describe the summary's %q:\n%s", cmd, k, out.String())
+			}
+		}
 	}
 }
