@@ -158,6 +158,12 @@ func or(v, def string) string {
 	return v
 }
 
+// parsePrefixes reads FURROW_TRUSTED_PROXIES: a comma-separated list of IP
+// addresses (one host each) and CIDR prefixes. It refuses what would trust
+// other peers than written, or none: a prefix with host bits set (is
+// 10.0.0.7/24 the host or its network?) and an address with an IPv6 zone,
+// which no peer address is compared with. An IPv4-mapped IPv6 entry
+// (::ffff:10.0.0.7) is taken as the IPv4 one, the form peers are compared in.
 func parsePrefixes(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, part := range strings.Split(s, ",") {
@@ -165,11 +171,19 @@ func parsePrefixes(s string) ([]netip.Prefix, error) {
 		if part == "" {
 			continue
 		}
-		if !strings.Contains(part, "/") {
-			a, err := netip.ParseAddr(part)
-			if err != nil {
-				return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", part)
+		addr, _, isPrefix := strings.Cut(part, "/")
+		a, err := netip.ParseAddr(addr)
+		if err != nil {
+			if isPrefix {
+				return nil, fmt.Errorf("%q is not a CIDR prefix", part)
 			}
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", part)
+		}
+		if a.Zone() != "" {
+			return nil, fmt.Errorf("%q has an IPv6 zone (%%%s), which peer addresses are never compared with; write the address without it", part, a.Zone())
+		}
+		if !isPrefix {
+			a = a.Unmap()
 			out = append(out, netip.PrefixFrom(a, a.BitLen()))
 			continue
 		}
@@ -177,7 +191,14 @@ func parsePrefixes(s string) ([]netip.Prefix, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a CIDR prefix", part)
 		}
-		out = append(out, p.Masked())
+		if m := p.Masked(); m != p {
+			return nil, fmt.Errorf("%q has host bits set: write %s for the network or %s for the one address", part, m, netip.PrefixFrom(a, a.BitLen()))
+		}
+		if a.Is4In6() {
+			// Without host bits, a mapped address has a prefix of /96 or longer.
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -103,3 +103,66 @@ func TestConfigMetricsAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigTrustedProxies: FURROW_TRUSTED_PROXIES takes addresses and
+// prefixes exactly as written, and refuses what would trust other peers
+// than written, or none.
+func TestConfigTrustedProxies(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string // the prefixes, or nil for an error
+		err  []string // what the error must say
+	}{
+		{in: "172.30.89.10", want: []string{"172.30.89.10/32"}},
+		{in: "172.30.89.10/32", want: []string{"172.30.89.10/32"}},
+		{in: "172.30.89.0/24", want: []string{"172.30.89.0/24"}},
+		{in: " 10.0.0.7 , ,192.168.0.0/16,", want: []string{"10.0.0.7/32", "192.168.0.0/16"}},
+		{in: "::1", want: []string{"::1/128"}},
+		{in: "2001:db8::/32,fd00::5/128", want: []string{"2001:db8::/32", "fd00::5/128"}},
+		{in: "0.0.0.0/0", want: []string{"0.0.0.0/0"}},
+		// IPv4-mapped IPv6 entries are the IPv4 ones: peers are compared unmapped.
+		{in: "::ffff:172.30.89.10", want: []string{"172.30.89.10/32"}},
+		{in: "::ffff:172.30.89.10/128", want: []string{"172.30.89.10/32"}},
+		{in: "::ffff:172.30.89.0/120", want: []string{"172.30.89.0/24"}},
+		{in: "::ffff:0.0.0.0/96", want: []string{"0.0.0.0/0"}},
+		// Host bits set: the network, or the one address?
+		{in: "172.30.89.10/24", err: []string{`"172.30.89.10/24"`, "host bits", "172.30.89.0/24", "172.30.89.10/32"}},
+		{in: "127.0.0.2/8", err: []string{`"127.0.0.2/8"`, "127.0.0.0/8", "127.0.0.2/32"}},
+		{in: "10.0.0.0/8,2001:db8::1/64", err: []string{`"2001:db8::1/64"`, "2001:db8::/64", "2001:db8::1/128"}},
+		{in: "::ffff:172.30.89.10/120", err: []string{"host bits"}},
+		{in: "::ffff:0:0/95", err: []string{"host bits"}},
+		// Zones: a peer's address is never compared with one.
+		{in: "fe80::1%eth0", err: []string{`"fe80::1%eth0"`, "zone", "%eth0"}},
+		{in: "fe80::%eth0/64", err: []string{`"fe80::%eth0/64"`, "zone"}},
+		// Not addresses at all.
+		{in: "not-an-ip", err: []string{`"not-an-ip"`, "neither an address nor a CIDR prefix"}},
+		{in: "10.0.0.0/33", err: []string{`"10.0.0.0/33"`, "not a CIDR prefix"}},
+		{in: "10.0.0.0/", err: []string{`"10.0.0.0/"`, "not a CIDR prefix"}},
+		{in: "proxy.local/32", err: []string{`"proxy.local/32"`, "not a CIDR prefix"}},
+	} {
+		c, err := loadConfig(env(map[string]string{"FURROW_TRUSTED_PROXIES": tc.in}))
+		if tc.want == nil {
+			if err == nil {
+				t.Errorf("%q: accepted as %v, want an error", tc.in, c.TrustedProxies)
+				continue
+			}
+			for _, s := range append([]string{"FURROW_TRUSTED_PROXIES"}, tc.err...) {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%q: error %q does not say %q", tc.in, err, s)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		var got []string
+		for _, p := range c.TrustedProxies {
+			got = append(got, p.String())
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package check
 
 import (
 	"context"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -128,4 +130,107 @@ func TestComposeTrustsOnlyTheProxy(t *testing.T) {
 		}
 	}
 	t.Fatal("the proxy does not mount deploy/proxy/haproxy.cfg")
+}
+
+// TestComposeProxyAddressIsItsOwn: the proxy's fixed address is one Docker
+// never hands another container. Docker assigns addresses from a network's
+// ip_range (the whole subnet when it has none), in order of start, so a
+// container started before the proxy could otherwise take the address serve
+// trusts.
+func TestComposeProxyAddressIsItsOwn(t *testing.T) {
+	p := loadCompose(t)
+	proxy := p.Services["proxy"].Networks["furrow"]
+	if proxy == nil || proxy.Ipv4Address == "" {
+		t.Fatal("the proxy has no fixed address on the furrow network")
+	}
+	addr, err := netip.ParseAddr(proxy.Ipv4Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	network, ok := p.Networks["furrow"]
+	if !ok {
+		t.Fatal("no furrow network")
+	}
+	var inSubnet bool
+	for _, pool := range network.Ipam.Config {
+		subnet, err := netip.ParsePrefix(pool.Subnet)
+		if err != nil {
+			t.Fatalf("subnet %q: %v", pool.Subnet, err)
+		}
+		if !subnet.Contains(addr) {
+			continue
+		}
+		inSubnet = true
+		if pool.IPRange == "" {
+			t.Fatalf("subnet %s has no ip_range: Docker may give the proxy's %s to another container", subnet, addr)
+		}
+		dynamic, err := netip.ParsePrefix(pool.IPRange)
+		if err != nil {
+			t.Fatalf("ip_range %q: %v", pool.IPRange, err)
+		}
+		if dynamic.Contains(addr) {
+			t.Errorf("the proxy's %s is inside ip_range %s, which Docker gives other containers", addr, dynamic)
+		}
+		if !subnet.Contains(dynamic.Addr()) || dynamic.Bits() < subnet.Bits() {
+			t.Errorf("ip_range %s is not inside subnet %s", dynamic, subnet)
+		}
+		if pool.Gateway == "" {
+			t.Errorf("subnet %s names no gateway: Docker would take one from ip_range", subnet)
+		} else if pool.Gateway == addr.String() {
+			t.Errorf("the proxy's %s is the network's gateway", addr)
+		}
+	}
+	if !inSubnet {
+		t.Errorf("the proxy's %s is in no subnet of the furrow network", addr)
+	}
+}
+
+// TestComposeProxyMountsOnlyWhatItNeeds: the internet-facing proxy gets
+// the files its settings name and nothing else of certs/, where the device
+// CA's key and database live, and every file it needs is mounted.
+func TestComposeProxyMountsOnlyWhatItNeeds(t *testing.T) {
+	p := loadCompose(t)
+	proxy := p.Services["proxy"]
+	certs, err := filepath.Abs("../compose/certs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted := map[string]string{} // target -> source
+	for _, v := range proxy.Volumes {
+		mounted[v.Target] = v.Source
+		rel, err := filepath.Rel(certs, v.Source)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue // outside certs/
+		}
+		switch rel {
+		case "server.pem", "ca.pem", "crl.pem":
+			if v.Bind == nil || v.Bind.CreateHostPath {
+				t.Errorf("certs/%s: a missing file would become an empty folder (bind.create_host_path: false)", rel)
+			}
+			if !v.ReadOnly {
+				t.Errorf("certs/%s is mounted writable", rel)
+			}
+		case ".":
+			t.Errorf("the proxy mounts all of certs/ (at %s), the CA's key included; it needs only server.pem, ca.pem and crl.pem", v.Target)
+		default:
+			t.Errorf("the proxy mounts certs/%s (at %s); it needs only server.pem, ca.pem and crl.pem", rel, v.Target)
+		}
+	}
+	for _, setting := range []string{"PROXY_CERT", "PROXY_DEVICE_CA", "PROXY_DEVICE_CRL"} {
+		file := proxy.Environment[setting]
+		if file == nil {
+			t.Errorf("the proxy does not set %s", setting)
+			continue
+		}
+		if src, ok := mounted[*file]; !ok {
+			t.Errorf("%s=%s is not a file mounted into the proxy", setting, *file)
+		} else if filepath.Dir(src) != certs {
+			t.Errorf("%s comes from %s, not from certs/", setting, src)
+		}
+	}
+	errors := mounted["/usr/local/etc/haproxy/errors"]
+	want, _ := filepath.Abs("../proxy/errors")
+	if errors != want {
+		t.Errorf("the proxy's error files come from %q, want deploy/proxy/errors beside haproxy.cfg", errors)
+	}
 }

@@ -3,7 +3,10 @@ package check
 import (
 	"io"
 	"log"
+	"net/netip"
 	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -312,40 +315,120 @@ func checkJobs(t *testing.T, c rendered) {
 	}
 }
 
-// checkProxy: the proxy sidecar uses deploy/proxy/haproxy.cfg byte for byte
-// and serve trusts it alone, on loopback.
+// checkProxy: the proxy sidecar uses deploy/proxy/haproxy.cfg and its error
+// files byte for byte, at the paths the configuration names them by, reads
+// every file its settings name from a mount, and serve trusts it alone: its
+// own loopback source address, which kubectl port-forward (127.0.0.1) does
+// not use.
 func checkProxy(t *testing.T, c rendered) {
 	t.Helper()
-	want, err := os.ReadFile("../proxy/haproxy.cfg")
+	want := map[string]string{} // ConfigMap key -> content
+	cfg, err := os.ReadFile("../proxy/haproxy.cfg")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found bool
-	for _, cm := range c.configMaps {
-		if got, ok := cm.Data["haproxy.cfg"]; ok {
-			found = true
-			if got != string(want) {
-				t.Errorf("ConfigMap %s differs from deploy/proxy/haproxy.cfg", cm.Name)
-			}
+	want["haproxy.cfg"] = string(cfg)
+	paths := map[string]string{"haproxy.cfg": "haproxy.cfg"} // ConfigMap key -> path beside haproxy.cfg
+	for _, name := range proxyErrorFiles(t) {
+		b, err := os.ReadFile(filepath.Join("../proxy", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[filepath.Base(name)] = string(b)
+		paths[filepath.Base(name)] = filepath.ToSlash(filepath.Clean(name))
+	}
+	var cm *corev1.ConfigMap
+	for _, m := range c.configMaps {
+		if _, ok := m.Data["haproxy.cfg"]; ok {
+			cm = m
 		}
 	}
-	if !found {
-		t.Error("no ConfigMap carries haproxy.cfg")
+	if cm == nil {
+		t.Fatal("no ConfigMap carries haproxy.cfg")
+	}
+	for key, content := range want {
+		if got, ok := cm.Data[key]; !ok {
+			t.Errorf("ConfigMap %s does not carry %s", cm.Name, key)
+		} else if got != content {
+			t.Errorf("ConfigMap %s: %s differs from deploy/proxy's", cm.Name, key)
+		}
 	}
 	spec := c.deployments["serve"].Spec.Template.Spec
 	proxy := container(t, spec, "proxy")
+	files := mountedFiles(t, c, spec, proxy)
+	for key, path := range paths {
+		if got := files["/usr/local/etc/haproxy/"+path]; got != "configmap "+cm.Name+" "+key {
+			t.Errorf("/usr/local/etc/haproxy/%s in the proxy is %q, want key %s of ConfigMap %s", path, got, key, cm.Name)
+		}
+	}
 	env := map[string]string{}
 	for _, e := range proxy.Env {
 		env[e.Name] = e.Value
 	}
-	if env["PROXY_UPSTREAM"] != "127.0.0.1:8080" || env["PROXY_SOURCE"] != "127.0.0.1" {
-		t.Errorf("the proxy does not forward over loopback: %v", env)
-	}
-	for _, e := range container(t, spec, "serve").Env {
-		if e.Name == "FURROW_TRUSTED_PROXIES" && e.Value != "127.0.0.1/32" {
-			t.Errorf("serve trusts %q, want the sidecar alone (127.0.0.1/32)", e.Value)
+	for _, setting := range []string{"PROXY_CERT", "PROXY_DEVICE_CA", "PROXY_DEVICE_CRL"} {
+		if _, ok := files[env[setting]]; !ok {
+			t.Errorf("the proxy's %s=%q is no file mounted into it (%v)", setting, env[setting], files)
 		}
 	}
+	if env["PROXY_UPSTREAM"] != "127.0.0.1:8080" {
+		t.Errorf("the proxy does not forward to serve over loopback: PROXY_UPSTREAM=%q", env["PROXY_UPSTREAM"])
+	}
+	source, err := netip.ParseAddr(env["PROXY_SOURCE"])
+	if err != nil || !source.IsLoopback() || source == netip.MustParseAddr("127.0.0.1") {
+		t.Errorf("the proxy connects from %q; want a loopback address of its own, not 127.0.0.1 (kubectl port-forward's)", env["PROXY_SOURCE"])
+	}
+	var trusted *string
+	for _, e := range container(t, spec, "serve").Env {
+		if e.Name == "FURROW_TRUSTED_PROXIES" {
+			trusted = &e.Value
+		}
+	}
+	if trusted == nil {
+		t.Error("serve does not set FURROW_TRUSTED_PROXIES: it would believe X-Client-Cert-CN from all of 127.0.0.0/8, port-forwards included")
+	} else if *trusted != env["PROXY_SOURCE"]+"/32" {
+		t.Errorf("serve trusts %q, want the sidecar alone (%s/32)", *trusted, env["PROXY_SOURCE"])
+	}
+}
+
+// mountedFiles returns the files ct sees from the ConfigMap and Secret
+// volumes of spec: path -> "configmap|secret NAME KEY". A volume without
+// items shows every key, known only for the chart's own ConfigMaps.
+func mountedFiles(t *testing.T, c rendered, spec corev1.PodSpec, ct corev1.Container) map[string]string {
+	t.Helper()
+	volumes := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = v
+	}
+	out := map[string]string{}
+	for _, m := range ct.VolumeMounts {
+		v, ok := volumes[m.Name]
+		if !ok {
+			t.Errorf("%s mounts volume %s, which the pod does not have", ct.Name, m.Name)
+			continue
+		}
+		var kind, name string
+		var items []corev1.KeyToPath
+		switch {
+		case v.ConfigMap != nil:
+			kind, name, items = "configmap", v.ConfigMap.Name, v.ConfigMap.Items
+			for _, cm := range c.configMaps {
+				if cm.Name != name || len(items) > 0 {
+					continue
+				}
+				for key := range cm.Data {
+					items = append(items, corev1.KeyToPath{Key: key, Path: key})
+				}
+			}
+		case v.Secret != nil:
+			kind, name, items = "secret", v.Secret.SecretName, v.Secret.Items
+		default:
+			continue
+		}
+		for _, it := range items {
+			out[path.Join(m.MountPath, it.Path)] = kind + " " + name + " " + it.Key
+		}
+	}
+	return out
 }
 
 // checkDeliveryEgress: the pods that call webhook receivers, serves (first
