@@ -178,15 +178,7 @@ func TestRetentionDropsExpiredReadingsOnlyWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	user, _, _ := db.CreateUser(ctx, "o@example.com")
-	farm, err := db.CreateFarm(ctx, user.ID, "farm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, _, err := db.CreateDevice(ctx, farm.ID, "probe")
-	if err != nil {
-		t.Fatal(err)
-	}
+	farm, dev := farmDevice(t, db)
 	store := func(v string) {
 		if _, _, err := db.CreateReading(ctx, furrow.Reading{FarmID: farm.ID, DeviceID: dev.ID, MetricID: 1, Value: v}, nil); err != nil {
 			t.Fatal(err)
@@ -237,15 +229,7 @@ func (failingAttempts) PruneAttempts(context.Context, time.Time) (int64, error) 
 func TestRetentionRunsEveryStepWhenOneFails(t *testing.T) {
 	ctx := context.Background()
 	db, clock := maintenanceStore(t)
-	user, _, _ := db.CreateUser(ctx, "o@example.com")
-	farm, err := db.CreateFarm(ctx, user.ID, "farm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, _, err := db.CreateDevice(ctx, farm.ID, "probe")
-	if err != nil {
-		t.Fatal(err)
-	}
+	farm, dev := farmDevice(t, db)
 	r := furrow.Reading{FarmID: farm.ID, DeviceID: dev.ID, MetricID: 1, Value: "1"}
 	if _, _, _, err := db.CreateReadingOnce(ctx, r, nil, furrow.Idempotency{Key: "k"}); err != nil {
 		t.Fatal(err)
@@ -260,4 +244,23 @@ func TestRetentionRunsEveryStepWhenOneFails(t *testing.T) {
 	if n, err := db.PruneIdempotencyKeys(ctx, clock.Now().Add(-furrow.IdempotencyWindow)); err != nil || n != 0 {
 		t.Fatalf("expired keys left after the failed run: %d, %v; want them removed by it", n, err)
 	}
+}
+
+// farmDevice makes a user's farm with one device.
+func farmDevice(t *testing.T, db *pgstore.DB) (furrow.Farm, furrow.Device) {
+	t.Helper()
+	ctx := context.Background()
+	user, _, err := db.CreateUser(ctx, "o@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	farm, err := db.CreateFarm(ctx, user.ID, "farm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, _, err := db.CreateDevice(ctx, farm.ID, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return farm, dev
 }
