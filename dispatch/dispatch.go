@@ -160,7 +160,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				return nil
 			}
 			continue
-		case backoff > 0 && p.Dispatched > 0:
+		case backoff > 0 && (p.Dispatched > 0 || err == nil):
+			// A clean pass recovers even with the outbox empty: the gauge
+			// must not keep showing the last wait.
 			backoff = 0
 			d.deps.Metrics.DispatchBackingOff(0)
 			d.deps.Logger.InfoContext(ctx, "dispatch recovered", "dispatcher", d.owner)

@@ -619,6 +619,40 @@ func TestRunBacksOffBeforeClaiming(t *testing.T) {
 	}
 }
 
+// A dispatcher whose claims failed recovers at its first clean pass even
+// when the outbox is empty by then: its backoff gauge goes back to 0.
+func TestRunRecoversWithAnEmptyOutbox(t *testing.T) {
+	w := newWorldOn(Config{Batch: 10, Sweep: 50 * time.Millisecond}, testclock.New(time.Now()), furrow.SystemClock{})
+	w.d.deps.Clock = furrow.SystemClock{}
+	w.store.Fault(memstore.Fail(errors.New("connection refused"), "ClaimEvents"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.d.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for w.metrics.lastBackoff() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w.metrics.lastBackoff() == 0 {
+		cancel()
+		<-done
+		t.Fatal("the failing claims never backed off")
+	}
+	w.store.Fault(nil)
+	for w.metrics.lastBackoff() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b := w.metrics.lastBackoff(); b != 0 {
+		t.Fatalf("backoff gauge %v after clean passes over an empty outbox; want 0", b)
+	}
+	if !strings.Contains(w.logs.String(), "dispatch recovered") {
+		t.Errorf("the recovery was not logged: %s", w.logs)
+	}
+}
+
 // On shutdown the dispatcher gives back the claims of its batch in flight.
 func TestRunGivesClaimsBackOnShutdown(t *testing.T) {
 	w := newWorld(Config{Batch: 10, Lease: time.Hour, StartTimeout: time.Hour})

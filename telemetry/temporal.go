@@ -12,7 +12,9 @@ import (
 // temporalBuckets are the bucket bounds, in seconds, of the Temporal SDK's
 // latency histograms (schedule-to-start, request and execution latencies).
 // OpenTelemetry's defaults are meant for milliseconds.
-var temporalBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+// 2 is the schedule-to-start alert's threshold: a bound of its own keeps
+// the quantile from being interpolated across it.
+var temporalBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2, 2.5, 5, 10, 30, 60, 300}
 
 // TemporalMetrics returns the metrics handler to set on the Temporal client
 // options: the SDK's worker and client metrics (temporal_*), exported
