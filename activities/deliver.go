@@ -78,7 +78,7 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	w, e, body, skip, err := a.load(ctx, in)
 	if err != nil {
 		err = attemptError(ErrorTypeUnsent, in.Schedule, attempt, 0, "could not load the delivery", err)
-		a.observeAttempt(in, attempt, 0, err, 0)
+		a.observeUnsent(in, attempt, err)
 		return res, err
 	}
 	row := furrow.Attempt{DeliveryID: uuid.New(), WebhookID: in.WebhookID, EventID: in.EventID, Attempt: attempt}

@@ -246,3 +246,41 @@ func TestDeliverNeverLeaksSecret(t *testing.T) {
 		t.Fatalf("attempt row = %+v", a)
 	}
 }
+
+// counts keeps the attempts and chains the activities record.
+type counts struct {
+	activities.Metrics
+	mu       sync.Mutex
+	attempts map[string]int
+	chains   map[string]int
+}
+
+func (c *counts) DeliveryAttempt(result string, _ time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.attempts[result]++
+}
+
+func (c *counts) DeliveryChain(outcome string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.chains[outcome]++
+}
+
+// An attempt that could not read its webhook sent nothing: the delivery
+// failure ratio, which measures endpoints, does not count it; the chain it
+// ends is still a failed one.
+func TestDeliverUnsentIsNoAttemptOfTheEndpoint(t *testing.T) {
+	s, acts, got := setup(t, func(w http.ResponseWriter) { w.WriteHeader(http.StatusOK) })
+	c := &counts{attempts: map[string]int{}, chains: map[string]int{}}
+	acts.Metrics = c
+	s.Fault(memstore.Fail(errors.New("connection refused"), "AttemptParts"))
+	for _, attempt := range []int{1, 3} { // a retried one, then the chain's last
+		if _, err := deliver(t, s, acts, attempt); !activities.Unsent(err) {
+			t.Fatalf("attempt %d: %v; want an unsent failure", attempt, err)
+		}
+	}
+	if len(*got) != 0 || len(c.attempts) != 0 || c.chains[furrow.OutcomeFailed] != 1 {
+		t.Fatalf("sent %d, attempts counted %v, chains %v; want none sent or counted, one failed chain", len(*got), c.attempts, c.chains)
+	}
+}

@@ -25,6 +25,15 @@ func (a *Activities) observeAttempt(in DeliverInput, attempt int, took time.Dura
 	}
 }
 
+// observeUnsent records an attempt that could not load what to send: it
+// is no attempt of the endpoint's, so only the chain it ends, if it is the
+// last, is counted (failed: the event was not delivered).
+func (a *Activities) observeUnsent(in DeliverInput, attempt int, err error) {
+	if !Retried(err) || attempt > len(in.Schedule) {
+		a.observeChain(in, furrow.OutcomeFailed)
+	}
+}
+
 // observeChain records the end of a chain, and of a test delivery.
 func (a *Activities) observeChain(in DeliverInput, outcome string) {
 	a.metrics().DeliveryChain(outcome)
