@@ -58,6 +58,9 @@ func (db *DB) CreateReadingOnce(ctx context.Context, r furrow.Reading, keyHash *
 		}
 		return refused[req] // Rolls the key back with the reading.
 	})
+	if err == nil {
+		db.countStored(1, nil, nil) // committed
+	}
 	if errors.Is(err, errNotClaimed) {
 		original, err := db.keyedReading(ctx, r, keyHash, once)
 		return original, furrow.OutboxEvent{}, err == nil, err

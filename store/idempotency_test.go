@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"crypto/sha256"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,5 +56,50 @@ func TestPruneIdempotencyKeysRemovesOnlyExpired(t *testing.T) {
 	}
 	if n, err := db.PruneIdempotencyKeys(ctx, clock.Now().Add(-furrow.IdempotencyWindow)); err != nil || n != 0 {
 		t.Fatalf("PruneIdempotencyKeys again = %d, %v; want 0", n, err)
+	}
+}
+
+// storedCount adds up the readings the store says it stored.
+type storedCount struct {
+	mu     sync.Mutex
+	stored int
+}
+
+func (c *storedCount) IngestBatch(_, stored int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stored += stored
+}
+
+// A keyed reading whose transaction fails at commit stored nothing, and
+// is not counted as stored.
+func TestKeyedReadingCountedOnlyOnceCommitted(t *testing.T) {
+	ctx := context.Background()
+	count := &storedCount{}
+	db, url := newDB(t, futureClock(), func(o *store.Options) { o.Metrics = count })
+	fx := newFixture(t, db)
+	conn := connect(t, url)
+	for _, sql := range []string{
+		`CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$`,
+		`CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON idempotency_keys DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fail_at_commit()`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := furrow.Reading{FarmID: fx.farm.ID, DeviceID: fx.device.ID, MetricID: 1, Value: "1"}
+	if _, _, _, err := db.CreateReadingOnce(ctx, r, nil, furrow.Idempotency{Key: "k"}); err == nil {
+		t.Fatal("CreateReadingOnce committed past the failing trigger")
+	}
+	if _, err := conn.Exec(ctx, "DROP TRIGGER fail_at_commit ON idempotency_keys"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := db.CreateReadingOnce(ctx, r, nil, furrow.Idempotency{Key: "k2"}); err != nil {
+		t.Fatal(err)
+	}
+	count.mu.Lock()
+	defer count.mu.Unlock()
+	if count.stored != 1 {
+		t.Fatalf("%d readings counted as stored; want the 1 committed", count.stored)
 	}
 }

@@ -334,7 +334,9 @@ func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingest
 		oldest = min(oldest, q.reading.Timestamp)
 	}
 	if !lowersFloor(oldest, now) {
-		return db.writeReadingsWith(ctx, db.writers, reqs, now)
+		refused, err := db.writeReadingsWith(ctx, db.writers, reqs, now)
+		db.countStored(len(reqs), refused, err)
+		return refused, err
 	}
 	// A reading that waited long for its batch: its event may have to
 	// lower the outbox floor, in the batch's transaction.
@@ -343,7 +345,16 @@ func (db *DB) writeReadings(ctx context.Context, reqs []*ingestReq) (map[*ingest
 		refused, err = db.writeReadingsWith(ctx, tx, reqs, now)
 		return err
 	})
+	db.countStored(len(reqs), refused, err)
 	return refused, err
+}
+
+// countStored records a committed batch of n readings, refused apart; a
+// batch that failed stored nothing (its rows may be tried again one by one).
+func (db *DB) countStored(n int, refused map[*ingestReq]error, err error) {
+	if err == nil && db.obs != nil {
+		db.obs.IngestBatch(n, n-len(refused))
+	}
 }
 
 // writeReadingsWith is writeReadings at nowMs through q, which may be a
@@ -391,9 +402,6 @@ func (db *DB) writeReadingsWith(ctx context.Context, q execQuerier, reqs []*inge
 	}
 	if err := keepFloor(ctx, q, oldestPending, nowMs); err != nil {
 		return nil, err
-	}
-	if db.obs != nil {
-		db.obs.IngestBatch(n, n-len(refused))
 	}
 	return refused, nil
 }
