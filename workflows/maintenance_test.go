@@ -49,18 +49,7 @@ func TestDeviceReportingStates(t *testing.T) {
 	ctx := context.Background()
 	db, clock := maintenanceStore(t)
 	th := furrow.Thresholds{StaleAfter: 30 * time.Minute, OfflineAfter: 2 * time.Hour}
-	user, _, err := db.CreateUser(ctx, "owner@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	farm, err := db.CreateFarm(ctx, user.ID, "farm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, _, err := db.CreateDevice(ctx, farm.ID, "probe")
-	if err != nil {
-		t.Fatal(err)
-	}
+	farm, dev := farmDevice(t, db)
 	status := func() string {
 		t.Helper()
 		ds, _, err := db.Devices(ctx, furrow.DeviceFilter{FarmID: farm.ID})
