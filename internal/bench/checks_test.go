@@ -13,7 +13,7 @@ import (
 
 func TestIngestCheckWantsEachCreatedReadingStoredOnceWithItsEvent(t *testing.T) {
 	good := func() IngestResult {
-		return IngestResult{Status: map[string]int64{"201": 100}, Stored: 110, Events: 110, Paired: 110,
+		return IngestResult{Phase: Phase{Status: map[string]int64{"201": 100}}, Stored: 110, Events: 110, Paired: 110,
 			Warmup: &Phase{Status: map[string]int64{"201": 10}}}
 	}
 	if err := good().Check(); err != nil {

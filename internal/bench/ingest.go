@@ -54,20 +54,12 @@ type IngestConfig struct {
 
 // IngestResult is what an ingest run measured.
 type IngestResult struct {
-	Requests    int64            `json:"requests"`
-	Elapsed     time.Duration    `json:"-"`
-	RPS         float64          `json:"rps"`
-	CreatedRPS  float64          `json:"created_rps"`
-	Latency     Summary          `json:"latency"`
-	Status      map[string]int64 `json:"status"`
-	Failures    int64            `json:"failures"`
-	LastFailure string           `json:"last_failure,omitempty"`
-	// Pacing is, on a paced run (IngestConfig.Rate), how well the schedule
-	// was kept; Latency then runs from each request's scheduled time.
-	Pacing *Pacing `json:"pacing,omitempty"`
-	// Unsent counts the requests scheduled but never sent, the run's end
-	// and PaceGrace having passed.
-	Unsent int64 `json:"unsent"`
+	// Phase is the measured run's figures; on a paced run
+	// (IngestConfig.Rate) its Latency runs from each request's scheduled
+	// time.
+	Phase
+	RPS        float64 `json:"rps"`
+	CreatedRPS float64 `json:"created_rps"`
 	// Stored and Events count the farm's rows in the database after the
 	// run, and Paired its readings that have their own event (the same
 	// device and value; each request's value is unique in the run): each
@@ -279,7 +271,7 @@ func warnPacing(log *slog.Logger, what string, p *Pacing, unsent int64) {
 // slices before the current one.
 func measure(ctx context.Context, cfg IngestConfig, pid int, hc *http.Client,
 	do func(context.Context, slot, *tally), base *atomic.Int64) (IngestResult, *tally, error) {
-	r := IngestResult{Status: map[string]int64{}}
+	r := IngestResult{Phase: Phase{Status: map[string]int64{}}}
 	all := &tally{status: map[int]int64{}}
 	turns := 1
 	var ceiling *httpCeiling

@@ -72,7 +72,7 @@ func TestSpeedPrintsTheRunsMediansAndWarnsWhenTheyDiffer(t *testing.T) {
 
 func TestIngestPrintsTheSpeedOfEachSide(t *testing.T) {
 	var out strings.Builder
-	r := IngestResult{CreatedRPS: 5000, SpeedUS: 12000, Status: map[string]int64{}}
+	r := IngestResult{CreatedRPS: 5000, SpeedUS: 12000, Phase: Phase{Status: map[string]int64{}}}
 	r.Print(&out)
 	c := Ceilings{HTTP: CeilingResult{PerSec: 20000, SpeedUS: 6000}, Database: CeilingResult{PerSec: 40000}}
 	c.PrintAgainst(&out, r)
