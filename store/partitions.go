@@ -250,6 +250,12 @@ type pruned struct {
 func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (pruned, error) {
 	var r pruned
 	var errs []error
+	defer func() {
+		if len(r.busy) > 0 {
+			db.log.Warn("store: retention left partitions for its next run: a long transaction held the table",
+				"table", p.parent, "partitions", r.busy)
+		}
+	}()
 	if err := p.ensureAhead(ctx, db.pool, db.clock.Now(), retentionLockTimeout); sqlState(err) == pgLockNotAvailable {
 		r.busy = append(r.busy, "ahead")
 	} else if err != nil {
@@ -277,10 +283,6 @@ func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (pr
 		default:
 			r.rows += n
 		}
-	}
-	if len(r.busy) > 0 {
-		db.log.Warn("store: retention left partitions for its next run: a long transaction held the table",
-			"table", p.parent, "partitions", r.busy)
 	}
 	return r, errors.Join(errs...)
 }
