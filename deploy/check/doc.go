@@ -1,7 +1,8 @@
 // Package check holds the checks of Furrow's deploy kit: the compose file
 // (with the Compose specification's loader), the Helm chart (with Helm's
 // own packages, every rendered object decoded strictly into the Kubernetes
-// API types) and the device-certificate proxy's files (its configuration,
+// API types and every pod held to Pod Security's "restricted" level with
+// Kubernetes's own evaluator) and the device-certificate proxy's files (its configuration,
 // its error answers, and device-certs.sh run with openssl). It is a module of its own so that these heavy dependencies
 // stay out of the service's, and it sits below deploy/ rather than at it so
 // that deploy/observability/ stays in the root module; the root module's

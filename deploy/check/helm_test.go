@@ -103,16 +103,7 @@ func render(t *testing.T, file string) []runtime.Object {
 // in messages.
 func renderValues(t *testing.T, file string, given map[string]any) []runtime.Object {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, given,
-		chartutil.ReleaseOptions{Name: "furrow", Namespace: "furrow", Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, vals)
+	files, err := renderFiles(t, given)
 	if err != nil {
 		t.Fatalf("render (values %q): %v", file, err)
 	}
@@ -136,6 +127,39 @@ func renderValues(t *testing.T, file string, given map[string]any) []runtime.Obj
 	return objs
 }
 
+// renderFiles renders the chart with the values given, as `helm install
+// furrow -n furrow` would, and returns the manifests by template, or the
+// render's error (a template's `fail` among them).
+func renderFiles(t *testing.T, given map[string]any) (map[string]string, error) {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, given,
+		chartutil.ReleaseOptions{Name: "furrow", Namespace: "furrow", Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Render(ch, vals)
+}
+
+// renderFails renders the chart with the values given and fails t unless
+// the render fails with an error containing every one of want.
+func renderFails(t *testing.T, given map[string]any, want ...string) {
+	t.Helper()
+	_, err := renderFiles(t, given)
+	if err == nil {
+		t.Errorf("values %v render; want an error naming %q", given, want)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("values %v: the render's error does not name %q: %v", given, w, err)
+		}
+	}
+}
+
 func TestHelmRender(t *testing.T) {
 	for _, file := range []string{"", exampleValues} {
 		t.Run("values "+file, func(t *testing.T) {
@@ -144,7 +168,8 @@ func TestHelmRender(t *testing.T) {
 			checkWorkloads(t, c)
 			checkJobs(t, c)
 			checkProxy(t, c)
-			checkDeliveryEgress(t, c, internalEgressRules(t, file))
+			checkDeliveryEgress(t, c, egressRules(t, file, "internalEgress"), egressRules(t, file, "dnsEgress"))
+			checkPodSecurity(t, c)
 			if len(c.pdbs) != 2 || len(c.hpas) != 1 || c.hpas[0].Spec.ScaleTargetRef.Name != c.deployments["serve"].Name {
 				t.Errorf("want PodDisruptionBudgets for serve and worker and an HPA for serve; got %d, %d", len(c.pdbs), len(c.hpas))
 			}
@@ -157,20 +182,26 @@ func TestHelmRender(t *testing.T) {
 	}
 }
 
-// internalEgressRules is how many rules of internal egress the chart's
+// egressRules is how many rules of networkPolicy.<key> the chart's
 // values, with those of file over them, give the policy.
-func internalEgressRules(t *testing.T, file string) int {
+func egressRules(t *testing.T, file, key string) int {
+	t.Helper()
+	rules, _ := mergedValues(t, values(t, file))["networkPolicy"].(map[string]any)[key].([]any)
+	return len(rules)
+}
+
+// mergedValues is the chart's values with given over them.
+func mergedValues(t *testing.T, given map[string]any) map[string]any {
 	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, err := chartutil.CoalesceValues(ch, values(t, file))
+	merged, err := chartutil.CoalesceValues(ch, given)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, _ := merged["networkPolicy"].(map[string]any)["internalEgress"].([]any)
-	return len(rules)
+	return merged
 }
 
 // TestHelmEgressFormerName: values written for the setting's former name,
@@ -182,7 +213,7 @@ func TestHelmEgressFormerName(t *testing.T) {
 		"networkPolicy": map[string]any{"workerInternalEgress": []any{rule}},
 	})
 	c := collect(t, objs)
-	checkDeliveryEgress(t, c, 1)
+	checkDeliveryEgress(t, c, 1, 1)
 	last := c.policies[0].Spec.Egress[len(c.policies[0].Spec.Egress)-1]
 	if len(last.To) != 1 || last.To[0].IPBlock == nil || last.To[0].IPBlock.CIDR != "10.9.0.0/16" {
 		t.Errorf("the last egress rule is %+v, want the one of workerInternalEgress", last)
@@ -256,13 +287,16 @@ func checkWorkloads(t *testing.T, c rendered) {
 	}
 }
 
-// checkPodEnv: every FURROW_* is a real setting, images are pinned, and the
-// database URL comes from a Secret.
+// checkPodEnv: every FURROW_* is a real setting and set once, images are
+// pinned, and the database URL comes from a Secret.
 func checkPodEnv(t *testing.T, where string, spec corev1.PodSpec) {
 	t.Helper()
 	for _, ct := range spec.Containers {
 		if !pinnedImage.MatchString(ct.Image) {
 			t.Errorf("%s/%s: image %q is not pinned", where, ct.Name, ct.Image)
+		}
+		if dup := duplicateEnv(ct); len(dup) > 0 {
+			t.Errorf("%s/%s: %v set more than once; the last one wins, silently", where, ct.Name, dup)
 		}
 		env := map[string]string{}
 		for _, e := range ct.Env {
@@ -304,6 +338,7 @@ func checkJobs(t *testing.T, c rendered) {
 	if sa == nil {
 		t.Fatal("no search-attribute registration Job")
 	}
+	checkPodEnv(t, sa.Name, sa.Spec.Template.Spec)
 	script := strings.Join(container(t, sa.Spec.Template.Spec, "search-attributes").Args, "\n")
 	for _, name := range searchAttributes {
 		if !strings.Contains(script, name) {
@@ -370,6 +405,13 @@ func checkProxy(t *testing.T, c rendered) {
 			t.Errorf("the proxy's %s=%q is no file mounted into it (%v)", setting, env[setting], files)
 		}
 	}
+	// The sidecar keeps accepting while its endpoint is removed, within
+	// the pod's grace period.
+	if l := proxy.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Exec == nil || !slices.Equal(l.PreStop.Exec.Command, []string{"sleep", "5"}) {
+		t.Errorf("the proxy does not pause 5 s before it stops: %+v", proxy.Lifecycle)
+	} else if g := spec.TerminationGracePeriodSeconds; g == nil || *g <= 5 {
+		t.Errorf("serve's grace period %v does not cover the proxy's 5 s pause", g)
+	}
 	if env["PROXY_UPSTREAM"] != "127.0.0.1:8080" {
 		t.Errorf("the proxy does not forward to serve over loopback: PROXY_UPSTREAM=%q", env["PROXY_UPSTREAM"])
 	}
@@ -433,8 +475,9 @@ func mountedFiles(t *testing.T, c rendered, spec corev1.PodSpec, ct corev1.Conta
 
 // checkDeliveryEgress: the pods that call webhook receivers, serves (first
 // attempts) and workers (retries), reach public addresses only, besides the
-// rules the values add for PostgreSQL, Redis, Temporal and DNS (internal).
-func checkDeliveryEgress(t *testing.T, c rendered, internal int) {
+// rules the values add for DNS (dns) and PostgreSQL, Redis and Temporal
+// (internal).
+func checkDeliveryEgress(t *testing.T, c rendered, internal, dns int) {
 	t.Helper()
 	if len(c.policies) != 1 {
 		t.Fatalf("want one NetworkPolicy, got %d", len(c.policies))
@@ -468,8 +511,8 @@ func checkDeliveryEgress(t *testing.T, c rendered, internal int) {
 			t.Errorf("serves and workers may reach %s", private)
 		}
 	}
-	// One rule of public addresses (IPv4 and IPv6) and one of DNS, then the values' own.
-	if got := len(p.Spec.Egress) - 2; got != internal {
+	// One rule of public addresses (IPv4 and IPv6), those of DNS, then the values' own.
+	if got := len(p.Spec.Egress) - 1 - dns; got != internal {
 		t.Errorf("the policy has %d rules of the values' internal egress, want %d", got, internal)
 	}
 }

@@ -50,10 +50,64 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ .Values.temporal.namespace | quote }}
 - name: FURROW_HTTP_ADDR
   value: ":8080"
+{{- include "furrow.checkSettings" . }}
 {{- range $k, $v := .Values.settings }}
 - name: {{ $k }}
   value: {{ $v | quote }}
 {{- end }}
+{{- end -}}
+
+{{/*
+Fails the render on a settings key the chart sets itself: a second entry of
+the same name would override it silently (the last one wins), and the
+secrets among them would sit in plain values.
+*/}}
+{{- define "furrow.checkSettings" -}}
+{{- $reserved := dict
+  "FURROW_DATABASE_URL" "it comes from the Secret secrets.name, key secrets.databaseURLKey"
+  "FURROW_REDIS_URL" "it comes from the Secret secrets.name, key secrets.redisURLKey"
+  "FURROW_SECRET_KEYS" "it comes from the key ring's Secret: see secretKeys"
+  "FURROW_SECRET_KEYS_FILE" "the ring comes from the key ring's Secret: see secretKeys"
+  "FURROW_TEMPORAL_ADDRESS" "set temporal.address"
+  "FURROW_TEMPORAL_NAMESPACE" "set temporal.namespace"
+  "FURROW_HTTP_ADDR" "the probes and Services use :8080"
+  "FURROW_METRICS_ADDR" "the Services and the ServiceMonitor scrape :9464"
+  "FURROW_TRUSTED_PROXIES" "serve trusts its proxy sidecar (127.0.0.2/32) alone"
+-}}
+{{- range $k, $_ := .Values.settings }}
+{{- with get $reserved $k }}
+{{- fail (printf "settings.%s: the chart sets %s itself (%s); remove it from settings" $k $k .) }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+FURROW_SHUTDOWN_TIMEOUT (settings, default 30s) in whole seconds, rounded
+up. Go durations of hours, minutes, seconds and milliseconds (1m30s,
+500ms); other forms fail the render rather than give a grace period that
+cuts the shutdown short.
+*/}}
+{{- define "furrow.shutdownSeconds" -}}
+{{- $v := toString (get .Values.settings "FURROW_SHUTDOWN_TIMEOUT" | default "30s") -}}
+{{- $re := "^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?(?:([0-9]+)ms)?$" -}}
+{{- if or (not (regexMatch $re $v)) (eq $v "") -}}
+{{- fail (printf "settings.FURROW_SHUTDOWN_TIMEOUT=%q: write it in whole h, m, s or ms (30s, 1m30s, 500ms) so that the chart can derive the pods' terminationGracePeriodSeconds" $v) -}}
+{{- end -}}
+{{- $h := regexReplaceAll $re $v "${1}" | default "0" | atoi -}}
+{{- $m := regexReplaceAll $re $v "${2}" | default "0" | atoi -}}
+{{- $s := regexReplaceAll $re $v "${3}" | default "0" | atoi -}}
+{{- $ms := regexReplaceAll $re $v "${4}" | default "0" | atoi -}}
+{{- add (mul $h 3600) (mul $m 60) $s (div (add $ms 999) 1000) -}}
+{{- end -}}
+
+{{/*
+How long Kubernetes waits after SIGTERM before it kills a serve or worker
+pod: the shutdown timeout plus 15 s for what comes around it (serve's
+drain of up to 1 s before the timeout starts, the store's final flush,
+the proxy sidecar's 5 s pause before it stops).
+*/}}
+{{- define "furrow.terminationGracePeriodSeconds" -}}
+{{- add (include "furrow.shutdownSeconds" . | atoi) 15 -}}
 {{- end -}}
 
 {{/* Probes of a Furrow container on its HTTP port. */}}
@@ -76,6 +130,11 @@ livenessProbe:
 automountServiceAccountToken: false
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- include "furrow.scheduling" . }}
+{{- end -}}
+
+{{/* Where pods may run: every pod of the chart, hook Jobs included. */}}
+{{- define "furrow.scheduling" -}}
 {{- with .Values.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
