@@ -33,4 +33,11 @@ func TestServeAndWorkerSplit(t *testing.T) {
 	if !d.Verified || d.Type != "metric.value" || d.Status != 200 {
 		t.Fatalf("delivery through the split: %+v", d)
 	}
+	// The worker publishes the events it stores on the live bus, and
+	// exports that bus's counters; it holds no sockets.
+	m := scrape(t, worker.MetricsURL)
+	if m["furrow_live_published_total"] == nil || m["furrow_live_dropped_total"] == nil || m["furrow_live_connections"] != nil {
+		t.Fatalf("the worker's live series: published %v, dropped %v, connections %v; want the first two only",
+			m["furrow_live_published_total"] != nil, m["furrow_live_dropped_total"] != nil, m["furrow_live_connections"] != nil)
+	}
 }

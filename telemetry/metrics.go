@@ -47,7 +47,7 @@ func New() *Metrics {
 	m.httpDuration = histogramVec(reg, "furrow_http_request_duration_seconds", "Time to answer an API request.", prometheus.DefBuckets, "route", "method")
 	m.readingsStored = counter(reg, "furrow_readings_stored_total", "Readings committed to PostgreSQL.")
 	m.batchSize = histogram(reg, "furrow_ingest_batch_size", "Readings per group-commit transaction.", prometheus.ExponentialBuckets(1, 2, 10))
-	m.rateRejected = counter(reg, "furrow_ratelimit_rejected_total", "Reading requests answered 429 by the rate limiter.")
+	m.rateRejected = counter(reg, "furrow_ratelimit_rejected_total", "Requests answered 429 by a rate limiter (readings per credential, test deliveries per webhook).")
 	m.started = counter(reg, "furrow_dispatch_workflows_started_total", "Delivery workflows started by the outbox dispatcher.")
 	m.attempts = counterVec(reg, "furrow_delivery_attempts_total", "Delivery attempts by result: delivered, retry, failed, skipped.", "result")
 	m.attemptTime = histogram(reg, "furrow_delivery_attempt_duration_seconds", "One delivery attempt, from the request to the answer or the error.", []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15})

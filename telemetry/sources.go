@@ -18,15 +18,17 @@ func (m *Metrics) WatchFailOpen(failures func() int64) {
 	}
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "furrow_ratelimit_failopen_total",
-		Help: "Reading requests let through because the rate limiter's store failed.",
+		Help: "Requests (readings, test deliveries) let through because the rate limiter's store failed.",
 	}, func() float64 { return float64(failures()) }))
 }
 
 // LiveStats are the counters of the live-updates bus and its WebSocket
 // server, read at each scrape.
 type LiveStats struct {
-	Published   func() uint64
-	Dropped     func() uint64
+	Published func() uint64
+	Dropped   func() uint64
+	// Connections is nil in a process that publishes without serving
+	// sockets (furrow worker); the gauge is then not exported.
 	Connections func() int
 }
 
@@ -42,10 +44,12 @@ func (m *Metrics) WatchLive(s LiveStats) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "furrow_live_dropped_total", Help: "Messages (readings and farm events) the live-updates bus dropped (queue full or transport failed).",
 		}, func() float64 { return float64(s.Dropped()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "furrow_live_connections", Help: "Open live-updates WebSocket connections.",
-		}, func() float64 { return float64(s.Connections()) }),
 	)
+	if s.Connections != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "furrow_live_connections", Help: "Open live-updates WebSocket connections.",
+		}, func() float64 { return float64(s.Connections()) }))
+	}
 }
 
 // Backlog reports the outbox: how many events wait to be handed to

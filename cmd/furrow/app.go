@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/api"
-	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/dispatch"
 	"github.com/furrowhq/furrow/internal/redisclient"
 	"github.com/furrowhq/furrow/live"
@@ -58,31 +58,23 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	}
 	go warnAtStart(ctx, db, log)
 	s := &server{cfg: cfg, log: log, db: db, drain: &drain{ready: db}}
-	var limiter, testLimiter furrow.RateLimiter
-	failOpens := func() int64 { return 0 } // the in-process limiter cannot fail
 	if cfg.RedisURL != "" {
 		if s.redis, err = redisclient.Open(cfg.RedisURL, redisOptions(cfg)); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("FURROW_REDIS_URL: %w", err)
 		}
-		failOpen := ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, furrow.RateLimit, furrow.RateWindow, "furrow:rl:"), ratelimit.FailOpenOptions{
-			Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log,
-		})
-		failOpens, limiter = failOpen.Failures, failOpen
-		testLimiter = ratelimit.NewFailOpen(ratelimit.NewRedis(s.redis, furrow.TestDeliveryLimit, furrow.TestDeliveryWindow, "furrow:rltest:"),
-			ratelimit.FailOpenOptions{Timeout: cfg.Bounds.Limiter, Breaker: cfg.Bounds.LimiterBreaker, Logger: log})
 		s.bus = live.NewRedisBus(s.redis, liveRedisPrefix, log)
 	} else {
 		log.Warn("FURROW_REDIS_URL is not set: the rate limiter and the live bus run in-process; run a single instance only")
-		limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, furrow.SystemClock{})
 		s.bus = live.NewMemoryBus(log)
 	}
+	limits := newRateLimiters(cfg, s.redis, m, log)
 	s.live = live.NewServer(live.Deps{Bus: s.bus, Logger: log})
 	s.dispatcher = dispatch.New(dispatch.Config{Schedule: cfg.RetrySchedule}, dispatch.Deps{
 		Outbox: db, Webhooks: db, Starter: tc, Logger: log, Metrics: m, ContinueTrace: telemetry.WithTraceParent,
 	})
 	s.watch(m)
-	m.WatchFailOpen(failOpens)
+	m.WatchFailOpen(limits.failOpens)
 	if cfg.WebhookAllowPrivate {
 		log.Warn("FURROW_WEBHOOK_ALLOW_PRIVATE is on: webhooks may point at http, loopback and private addresses; never use this in production")
 	}
@@ -94,7 +86,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		RequestTimeout:       cfg.Bounds.Request,
 	}, api.Deps{
 		Users: db, Farms: db, Devices: db, Readings: obs.tracing.Readings(db), Events: db, Webhooks: db,
-		Limiter: m.Limiter(limiter), TestLimiter: testLimiter, Publisher: s.bus, EventPublisher: s.bus, Waker: s.dispatcher, Delivery: control,
+		Limiter: limits.readings, TestLimiter: limits.tests, Publisher: s.bus, EventPublisher: s.bus, Waker: s.dispatcher, Delivery: control,
 		Ready: s.drain, Clock: furrow.SystemClock{}, Logger: log, Metrics: m,
 		Live: s.live, LivePage: live.PageHandler(),
 	})
@@ -144,17 +136,18 @@ func (s *server) run(ctx context.Context) error {
 		time.Sleep(grace)
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 		defer cancel()
-		// The worker finishes its activities while requests finish.
-		stopped := make(chan struct{})
-		go func() {
+		// The worker finishes its activities, and live sockets close, while
+		// requests finish: each has the whole timeout, so that a socket
+		// slow to close never cuts off a reading in flight.
+		var stopping sync.WaitGroup
+		stopping.Go(func() {
 			if s.stopWorker != nil {
 				s.stopWorker()
 			}
-			close(stopped)
-		}()
-		_ = s.live.Shutdown(sctx)
+		})
+		stopping.Go(func() { _ = s.live.Shutdown(sctx) })
 		err := s.http.Shutdown(sctx)
-		<-stopped
+		stopping.Wait()
 		return err
 	})
 	err = g.Wait()

@@ -16,6 +16,7 @@ import (
 	"github.com/furrowhq/furrow/live"
 	"github.com/furrowhq/furrow/safehttp"
 	"github.com/furrowhq/furrow/store"
+	"github.com/furrowhq/furrow/telemetry"
 	"github.com/furrowhq/furrow/temporal"
 )
 
@@ -41,7 +42,7 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	go warnAtStart(ctx, db, log)
 	watchSecrets(obs.metrics, db, log)
 	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
-	events, closeBus, err := workerBus(cfg, log)
+	events, closeBus, err := workerBus(cfg, obs.metrics, log)
 	if err != nil {
 		return err
 	}
@@ -63,9 +64,9 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 
 // workerBus returns the live bus the worker publishes the events it stores
 // on (webhook lifecycle, device.offline), and its closer: the Redis bus when
-// FURROW_REDIS_URL is set; without Redis no socket can reach this process,
-// so nothing is published.
-func workerBus(cfg Config, log *slog.Logger) (furrow.EventPublisher, func(), error) {
+// FURROW_REDIS_URL is set, its counters exported to m; without Redis no
+// socket can reach this process, so nothing is published.
+func workerBus(cfg Config, m *telemetry.Metrics, log *slog.Logger) (furrow.EventPublisher, func(), error) {
 	if cfg.RedisURL == "" {
 		log.Info("FURROW_REDIS_URL is not set: events stored by this worker are not published on the live bus")
 		return nil, func() {}, nil
@@ -75,6 +76,7 @@ func workerBus(cfg Config, log *slog.Logger) (furrow.EventPublisher, func(), err
 		return nil, nil, fmt.Errorf("FURROW_REDIS_URL: %w", err)
 	}
 	bus := live.NewRedisBus(rc, liveRedisPrefix, log)
+	m.WatchLive(telemetry.LiveStats{Published: bus.Published, Dropped: bus.Dropped})
 	return bus, func() { _ = bus.Close(); _ = rc.Close() }, nil
 }
 
