@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -38,22 +39,22 @@ func liveToken(r *http.Request) (string, error) {
 }
 
 // liveConnect serves GET /api/live?topic=T after authUser: it parses the
-// topics, checks that the user may watch each, and hands the request to
-// the live server. Errors before the upgrade are answered like every other
-// route's.
+// topics and hands the request to the live server, which checks the
+// handshake, the user's open connections and each topic's farm before the
+// upgrade. Errors before the upgrade are answered like every other
+// route's; a user at the connection limit gets retry-after too.
 func (s *server) liveConnect(w http.ResponseWriter, r *http.Request) error {
 	topics, err := live.ParseTopics(r.URL.Query()["topic"])
 	if err != nil {
 		return err
 	}
 	user := currentUser(r).ID
-	authorize := func(ctx context.Context, t live.Topic) error { return s.mayWatch(ctx, user, t) }
-	for _, t := range topics {
-		if err := authorize(r.Context(), t); err != nil {
-			return err
-		}
+	err = s.Live.Accept(w, r, live.Client{User: user, Topics: topics,
+		Authorize: func(ctx context.Context, t live.Topic) error { return s.mayWatch(ctx, user, t) }})
+	if furrow.ErrorCode(err) == furrow.ERATELIMITED {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(live.ConnLimitRetryAfter)))
 	}
-	return s.Live.Accept(w, r, live.Client{Topics: topics, Authorize: authorize})
+	return err
 }
 
 // mayWatch admits viewers and above of the topic's farm; anyone else gets

@@ -103,18 +103,16 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// livePath is the WebSocket endpoint, whose sessions outlive any request
-// deadline; its own handshake is bounded by the live server.
+// livePath is the WebSocket endpoint. Its request, up to the upgrade (the
+// token's lookup, the farms' checks), is bounded by the request deadline
+// like any other; the session after it outlives the deadline because it
+// does not use the request's context (see untimed and live.Server).
 const livePath = "/api/live"
 
 // deadline gives each request's context the configured deadline, so that
 // a silent PostgreSQL or Redis ends in an answer instead of a wait.
 func (s *server) deadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == livePath {
-			next.ServeHTTP(w, r)
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), undeadlinedKey{}, r.Context()), s.cfg.RequestTimeout)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))

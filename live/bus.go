@@ -44,10 +44,11 @@ type transport interface {
 	// anywhere; those that cannot are not sent.
 	wants(farm uuid.UUID) bool
 	// watch makes messages of topic reach the local hub and returns a
-	// channel closed once they do. Calls are serialised by the Bus.
+	// channel closed once they do. Calls are serialised by the Bus, under
+	// its lock, so watch must not wait on the network.
 	watch(topic string) <-chan struct{}
 	// unwatch stops what watch started, after the topic's last local
-	// subscriber left.
+	// subscriber left; as watch, it must not wait on the network.
 	unwatch(topic string)
 	close() error
 }

@@ -94,10 +94,12 @@ func newConn(s *Server, ws *websocket.Conn, authorize func(context.Context, Topi
 }
 
 // request is a subscribe (or, with unsubscribe set, an unsubscribe) of
-// topic that the subscriber goroutine carries out.
+// topic that the subscriber goroutine carries out. authorized marks an
+// initial topic, which Accept checked before the upgrade.
 type request struct {
 	topic       Topic
 	unsubscribe bool
+	authorized  bool
 }
 
 // maxRequests bounds the subscribes and unsubscribes a connection may have
@@ -148,7 +150,7 @@ func (c *conn) fail(code websocket.StatusCode, reason string) {
 func (c *conn) run(initial []Topic) {
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, t := range initial { // at most MaxTopics, fewer than maxRequests
-		c.requests <- request{topic: t}
+		c.requests <- request{topic: t, authorized: true}
 	}
 	subscriberDone := make(chan struct{})
 	go func() {
@@ -160,7 +162,7 @@ func (c *conn) run(initial []Topic) {
 			if r.unsubscribe {
 				c.unsubscribe(r.topic)
 			} else {
-				c.subscribe(ctx, r.topic)
+				c.subscribe(ctx, r)
 			}
 		}
 	}()
@@ -269,11 +271,13 @@ type pendingWatch struct {
 	cancel context.CancelFunc
 }
 
-// subscribe authorizes and subscribes one topic and tells the client. A
-// topic subscribed already is answered as it stands: subscribed once the
-// bus confirmed it, the bus's error while it has not, so that a client
-// retrying after that error is not told it is live before it is.
-func (c *conn) subscribe(ctx context.Context, t Topic) {
+// subscribe authorizes (unless r is an initial topic, authorized already)
+// and subscribes one topic and tells the client. A topic subscribed
+// already is answered as it stands: subscribed once the bus confirmed it,
+// the bus's error while it has not, so that a client retrying after that
+// error is not told it is live before it is.
+func (c *conn) subscribe(ctx context.Context, r request) {
+	t := r.topic
 	if _, ok := c.topics[t]; ok {
 		if p, waiting := c.pending[t]; waiting {
 			select {
@@ -290,9 +294,11 @@ func (c *conn) subscribe(ctx context.Context, t Topic) {
 		c.replyError(t.String(), errTooManyTopics)
 		return
 	}
-	if err := c.authorize(ctx, t); err != nil {
-		c.replyError(t.String(), err)
-		return
+	if !r.authorized {
+		if err := c.authorize(ctx, t); err != nil {
+			c.replyError(t.String(), err)
+			return
+		}
 	}
 	ready := c.srv.d.Bus.Watch(t, c)
 	c.topics[t] = struct{}{}

@@ -19,6 +19,9 @@ const (
 	// announceTimeout bounds how long a new subscription waits for every
 	// process to acknowledge its farm before it counts as ready anyway.
 	announceTimeout = time.Second
+	// announceRetry is how long a new subscription whose announcement
+	// could not be published waits before announcing again.
+	announceRetry = time.Second
 	// interestChannel and ackChannel follow the bus's prefix; topics all
 	// start with "farms/", so neither can be a topic's channel.
 	interestChannel = "interest"
@@ -33,9 +36,10 @@ type farmSet map[uuid.UUID]struct{}
 // neither encoded nor sent, and most readings have no watcher.
 //
 // A process that subscribes a topic announces its farm on the interest
-// channel and counts the subscription ready only once every process
-// listening there has added the farm and acknowledged, so a socket misses
-// nothing published after it is ready. Polls of the subscribed channels
+// channel and counts the subscription ready only once the announcement is
+// published and every process listening there has added the farm and
+// acknowledged (or announceTimeout passed), so a socket misses nothing
+// published after it is ready. Polls of the subscribed channels
 // learn the set when a process starts or reconnects, and prune it. Until
 // its control subscription is confirmed and one poll has followed, a
 // process does not know the set, and sends everything.
@@ -261,28 +265,38 @@ func (t *redisTransport) subscribedFarms(ctx context.Context) (farmSet, error) {
 	return found, nil
 }
 
-// announceOnce announces farm, or waits for its announcement in flight:
-// after a reconnect every topic is confirmed again, many of one farm.
-func (t *redisTransport) announceOnce(farm uuid.UUID) {
+// announcement is one announcement of a farm in flight; err is its
+// result once done is closed.
+type announcement struct {
+	done chan struct{}
+	err  error
+}
+
+// announceOnce announces farm, or waits for its announcement in flight
+// (after a reconnect every topic is confirmed again, many of one farm),
+// and returns the announcement's result.
+func (t *redisTransport) announceOnce(farm uuid.UUID) error {
 	t.mu.Lock()
-	if c, ok := t.announcing[farm]; ok {
+	if a, ok := t.announcing[farm]; ok {
 		t.mu.Unlock()
-		<-c
-		return
+		<-a.done
+		return a.err
 	}
-	c := make(chan struct{})
-	t.announcing[farm] = c
+	a := &announcement{done: make(chan struct{})}
+	t.announcing[farm] = a
 	t.mu.Unlock()
-	t.announce(farm)
+	a.err = t.announce(farm)
 	t.mu.Lock()
 	delete(t.announcing, farm)
 	t.mu.Unlock()
-	close(c)
+	close(a.done)
+	return a.err
 }
 
 // announce tells every process that farm has a watcher, and returns once
-// each has acknowledged or announceTimeout passed.
-func (t *redisTransport) announce(farm uuid.UUID) {
+// each has acknowledged or announceTimeout passed. It fails only when the
+// announcement could not be published: then no process may know the farm.
+func (t *redisTransport) announce(farm uuid.UUID) error {
 	nonce := uuid.NewString()
 	w := t.in.expect(nonce)
 	defer t.in.release(nonce)
@@ -291,7 +305,7 @@ func (t *redisTransport) announce(farm uuid.UUID) {
 	n, err := t.client.Publish(ctx, t.prefix+interestChannel, farm.String()+" "+t.id+" "+nonce).Result()
 	if err != nil {
 		t.warn("live: announcing a watched farm failed", err)
-		return
+		return err
 	}
 	t.in.need(nonce, n)
 	select {
@@ -299,6 +313,7 @@ func (t *redisTransport) announce(farm uuid.UUID) {
 	case <-ctx.Done():
 		t.warn("live: not every process acknowledged a watched farm in time", nil)
 	}
+	return nil
 }
 
 // onAnnounce adds an announced farm, then acknowledges it to the announcer.

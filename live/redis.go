@@ -12,8 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// subscribeTimeout bounds writing one SUBSCRIBE or UNSUBSCRIBE; it is
-// short because the bus's subscriptions wait for it.
+// subscribeTimeout bounds writing one SUBSCRIBE or UNSUBSCRIBE, and one
+// read of the subscribed channels; it is short because the topics queued
+// behind it wait for it.
 const subscribeTimeout = 2 * time.Second
 
 // NewRedisBus returns a Bus that publishes through Redis pub/sub, so that a
@@ -42,13 +43,18 @@ func newRedisBus(client redis.UniversalClient, prefix string, logger *slog.Logge
 		in:         newInterest(),
 		warns:      &rateLog{clock: furrow.SystemClock{}, every: warnEvery},
 		subs:       make(map[string]*watchState),
-		announcing: make(map[uuid.UUID]chan struct{}),
-		done:       make(chan struct{}), pollDone: make(chan struct{}), stopPoll: cancel,
+		onRedis:    make(map[string]bool),
+		queued:     make(map[string]bool),
+		wake:       make(chan struct{}, 1),
+		announcing: make(map[uuid.UUID]*announcement),
+		ctx:        ctx, cancel: cancel,
+		done: make(chan struct{}), pollDone: make(chan struct{}), managerDone: make(chan struct{}),
 	}
 	t.ps = client.Subscribe(context.Background(), prefix+interestChannel, prefix+ackChannel+t.id)
 	ch := t.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	go t.receive(ch)
 	go t.pollLoop(ctx, poll)
+	go t.manage()
 	return newBus(h, t, queueSize, redisLinger, logger)
 }
 
@@ -62,19 +68,32 @@ type redisTransport struct {
 	warns  *rateLog
 	ps     *redis.PubSub
 
-	done     chan struct{}
-	pollDone chan struct{}
-	stopPoll context.CancelFunc
+	// ctx ends at close, and with it the poller, the subscription
+	// manager and the retries of announcements.
+	ctx         context.Context
+	cancel      context.CancelFunc
+	done        chan struct{}
+	pollDone    chan struct{}
+	managerDone chan struct{}
 
-	mu         sync.Mutex
-	subs       map[string]*watchState      // topic -> its subscription
-	announcing map[uuid.UUID]chan struct{} // farm -> its announcement in flight
+	mu   sync.Mutex
+	subs map[string]*watchState // topic -> its subscription
+	// onRedis holds the topics the manager subscribed and did not
+	// unsubscribe since; queue the topics whose Redis subscription may
+	// differ from subs, oldest first, each once (queued).
+	onRedis    map[string]bool
+	queue      []string
+	queued     map[string]bool
+	wake       chan struct{} // tells the manager that queue grew
+	announcing map[uuid.UUID]*announcement
 }
 
 // watchState is one wanted topic; ready closes once its first confirmation
-// has been announced.
+// has been announced. requested says its SUBSCRIBE was sent, so that a
+// confirmation of an earlier subscription of the topic does not count.
 type watchState struct {
 	ready     chan struct{}
+	requested bool
 	confirmed bool
 }
 
@@ -96,41 +115,125 @@ func (t *redisTransport) send(ctx context.Context, batch []message) error {
 	return err
 }
 
+// watch records that topic is wanted and leaves its SUBSCRIBE to the
+// manager: it is called under the Bus's lock, and a SUBSCRIBE may wait
+// seconds on a silent Redis, which would hold up every other subscribe
+// and unsubscribe of the process.
 func (t *redisTransport) watch(topic string) <-chan struct{} {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	w, ok := t.subs[topic]
 	if !ok {
 		w = &watchState{ready: make(chan struct{})}
 		t.subs[topic] = w
-	}
-	t.mu.Unlock()
-	if !ok {
-		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-		defer cancel()
-		// On failure go-redis still remembers the channel and subscribes
-		// again when it reconnects; the caller waits for confirmation.
-		if err := t.ps.Subscribe(ctx, t.prefix+topic); err != nil {
-			t.log.Warn("live: redis subscribe failed; retrying on reconnect", "topic", topic, "err", err)
-		}
+		t.enqueue(topic)
 	}
 	return w.ready
 }
 
+// unwatch records that topic is no longer wanted and, as watch, leaves
+// its UNSUBSCRIBE to the manager.
 func (t *redisTransport) unwatch(topic string) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	delete(t.subs, topic)
-	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-	defer cancel()
-	if err := t.ps.Unsubscribe(ctx, t.prefix+topic); err != nil {
-		t.log.Warn("live: redis unsubscribe failed", "topic", topic, "err", err)
+	t.enqueue(topic)
+}
+
+// enqueue asks the manager to bring topic's Redis subscription in line
+// with subs. t.mu must be held.
+func (t *redisTransport) enqueue(topic string) {
+	if t.queued[topic] {
+		return
+	}
+	t.queued[topic] = true
+	t.queue = append(t.queue, topic)
+	select {
+	case t.wake <- struct{}{}:
+	default:
 	}
 }
 
+// manage is the one goroutine that writes SUBSCRIBE and UNSUBSCRIBE, in
+// the order topics were queued, until close.
+func (t *redisTransport) manage() {
+	defer close(t.managerDone)
+	for {
+		topic, ok := t.next()
+		if !ok {
+			return
+		}
+		t.apply(topic)
+	}
+}
+
+// next takes the oldest queued topic, waiting for one; false once the
+// transport closes.
+func (t *redisTransport) next() (string, bool) {
+	for {
+		t.mu.Lock()
+		if len(t.queue) > 0 {
+			topic := t.queue[0]
+			t.queue = t.queue[1:]
+			if len(t.queue) == 0 {
+				t.queue = nil // lets the backing array go
+			}
+			delete(t.queued, topic)
+			t.mu.Unlock()
+			return topic, true
+		}
+		t.mu.Unlock()
+		select {
+		case <-t.wake:
+		case <-t.ctx.Done():
+			return "", false
+		}
+	}
+}
+
+// apply writes what topic's Redis subscription needs: a SUBSCRIBE for a
+// subscription not yet requested (even when Redis still has the topic from
+// an earlier one: its confirmation is what makes the new one ready), an
+// UNSUBSCRIBE for a topic no longer wanted. A topic wanted again before
+// its UNSUBSCRIBE was written is thus never unsubscribed.
+func (t *redisTransport) apply(topic string) {
+	t.mu.Lock()
+	w := t.subs[topic]
+	subscribe := w != nil && !w.requested
+	unsubscribe := w == nil && t.onRedis[topic]
+	if subscribe {
+		w.requested = true
+		t.onRedis[topic] = true
+	} else if unsubscribe {
+		delete(t.onRedis, topic)
+	}
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(t.ctx, subscribeTimeout)
+	defer cancel()
+	switch {
+	case subscribe:
+		// On failure go-redis still remembers the channel and subscribes
+		// again when it reconnects; the subscriber waits for confirmation.
+		if err := t.ps.Subscribe(ctx, t.prefix+topic); err != nil && t.ctx.Err() == nil {
+			t.warn("live: redis subscribe failed; retrying on reconnect", err)
+		}
+	case unsubscribe:
+		// go-redis forgets the channel even when the write fails, so a
+		// reconnect does not subscribe it again.
+		if err := t.ps.Unsubscribe(ctx, t.prefix+topic); err != nil && t.ctx.Err() == nil {
+			t.warn("live: redis unsubscribe failed", err)
+		}
+	}
+}
+
+// close stops the poller and the manager, without waiting for the
+// UNSUBSCRIBEs still queued: closing the subscriber connection drops every
+// subscription at once.
 func (t *redisTransport) close() error {
-	t.stopPoll()
+	t.cancel()
 	<-t.pollDone
 	err := t.ps.Close()
+	<-t.managerDone
 	<-t.done
 	return err
 }
@@ -180,15 +283,36 @@ func (t *redisTransport) confirmed(name string) {
 	}
 	t.mu.Lock()
 	w := t.subs[name]
-	first := w != nil && !w.confirmed
+	first := w != nil && w.requested && !w.confirmed
 	if first {
 		w.confirmed = true
 	}
 	t.mu.Unlock()
-	go func() {
-		t.announceOnce(farm)
-		if first {
-			close(w.ready)
+	if !first {
+		// A failure is left to the polls, which find the channel.
+		go func() { _ = t.announceOnce(farm) }()
+		return
+	}
+	go t.announceUntilReady(name, farm, w)
+}
+
+// announceUntilReady announces farm until a PUBLISH of the announcement
+// succeeds, then makes w ready: until then other processes may not know
+// the farm is watched, and drop its messages. It gives up once the topic
+// is no longer wanted by w, or the transport closes.
+func (t *redisTransport) announceUntilReady(name string, farm uuid.UUID, w *watchState) {
+	for t.announceOnce(farm) != nil {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-time.After(announceRetry):
 		}
-	}()
+		t.mu.Lock()
+		wanted := t.subs[name] == w
+		t.mu.Unlock()
+		if !wanted {
+			return
+		}
+	}
+	close(w.ready)
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/furrowhq/furrow"
+	"github.com/google/uuid"
 )
 
 // Subprotocol is the WebSocket subprotocol the server selects. Browsers,
@@ -30,6 +32,14 @@ const (
 	DefaultPongTimeout  = 10 * time.Second
 	// MaxTopics bounds the topics of one connection.
 	MaxTopics = 64
+	// MaxConnsPerUser bounds the open connections of one user on one
+	// server: each holds goroutines, a send buffer and a file descriptor,
+	// and one user needs a few (a tab or device each).
+	MaxConnsPerUser = 16
+	// ConnLimitRetryAfter is when a user refused for MaxConnsPerUser may
+	// try again: a connection is freed only when a client closes one, so
+	// this is a pace for a client that reconnects in a loop, not a promise.
+	ConnLimitRetryAfter = 10 * time.Second
 )
 
 // Deps are what the WebSocket server needs. Bus is required; zero tunables
@@ -47,9 +57,6 @@ type Deps struct {
 	// waits for the pong before closing.
 	PingInterval time.Duration
 	PongTimeout  time.Duration
-	// OriginPatterns lists extra browser origins allowed to connect (see
-	// websocket.AcceptOptions); the page's own origin is always allowed.
-	OriginPatterns []string
 }
 
 // Server holds the live WebSocket connections. Create it with NewServer;
@@ -59,6 +66,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
+	perUser map[uuid.UUID]int // connections accepted or being accepted
 	closing bool
 	wg      sync.WaitGroup
 
@@ -85,7 +93,7 @@ func NewServer(d Deps) *Server {
 	d.WriteTimeout = orDefault(d.WriteTimeout, DefaultWriteTimeout)
 	d.PingInterval = orDefault(d.PingInterval, DefaultPingInterval)
 	d.PongTimeout = orDefault(d.PongTimeout, DefaultPongTimeout)
-	return &Server{d: d, conns: make(map[*conn]struct{})}
+	return &Server{d: d, conns: make(map[*conn]struct{}), perUser: make(map[uuid.UUID]int)}
 }
 
 func orDefault[T int | time.Duration](v, def T) T {
@@ -102,26 +110,58 @@ func (s *Server) Stats() Stats {
 	return Stats{Open: len(s.conns), SlowClosed: s.slowClosed.Load()}
 }
 
-// Client is an authenticated user's request for a connection: its initial
-// topics, already authorized, and the check of each topic it subscribes to
-// (initial ones included), which says why a topic is refused.
+// Client is an authenticated user's request for a connection: the user,
+// whose connections count against MaxConnsPerUser, its initial topics, and
+// the check of each topic it subscribes to, which says why a topic is
+// refused. Authorize's answer must depend on the topic's farm only: Accept
+// checks one initial topic per farm.
 type Client struct {
+	User      uuid.UUID
 	Topics    []Topic
 	Authorize func(ctx context.Context, t Topic) error
 }
 
+var (
+	errNotUpgrade   = furrow.Errorf(furrow.EINVALID, "This endpoint expects a WebSocket upgrade.")
+	errTooManyConns = furrow.Errorf(furrow.ERATELIMITED,
+		"A user may have at most %d live connections open on one server; close one first.", MaxConnsPerUser)
+)
+
 // Accept upgrades the request of an authenticated client and serves the
-// connection until it ends. A request that is not a WebSocket upgrade is
-// an EINVALID error, returned before anything is written, for the caller
-// to answer; once the upgrade is attempted Accept answers itself and
-// returns nil.
+// connection until it ends. Before the upgrade it checks, in this order,
+// the handshake (EINVALID), the user's open connections (ERATELIMITED,
+// see ConnLimitRetryAfter) and each farm of the initial topics
+// (Authorize's error, with the request's context), and returns the first
+// failure before anything is written, for the caller to answer. Once the
+// upgrade is attempted Accept answers itself and returns nil. The session
+// does not use the request's context, which may carry a deadline for the
+// work before the upgrade.
 func (s *Server) Accept(w http.ResponseWriter, r *http.Request, cl Client) error {
-	if !isUpgrade(r) {
-		return furrow.Errorf(furrow.EINVALID, "This endpoint expects a WebSocket upgrade.")
+	if err := checkHandshake(w, r); err != nil {
+		return err
+	}
+	if !s.reserve(cl.User) {
+		return errTooManyConns
+	}
+	defer s.release(cl.User)
+	farms := make(map[uuid.UUID]bool, len(cl.Topics))
+	for _, t := range cl.Topics {
+		if farms[t.Farm] {
+			continue
+		}
+		farms[t.Farm] = true
+		if err := cl.Authorize(r.Context(), t); err != nil {
+			return err
+		}
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		Subprotocols:   []string{Subprotocol},
-		OriginPatterns: s.d.OriginPatterns,
+		Subprotocols: []string{Subprotocol},
+		// Any origin may connect. An origin check protects a credential
+		// the browser adds by itself (a cookie); this endpoint takes none,
+		// only an Authorization header or the bearer subprotocol, which a
+		// page can send only if it holds the token. The check would only
+		// refuse browser apps served from another origin.
+		InsecureSkipVerify: true,
 	})
 	if err != nil {
 		return nil // Accept wrote the response.
@@ -136,9 +176,60 @@ func (s *Server) Accept(w http.ResponseWriter, r *http.Request, cl Client) error
 	return nil
 }
 
-func isUpgrade(r *http.Request) bool {
-	return r.Method == http.MethodGet && headerHasToken(r.Header, "Connection", "upgrade") &&
-		headerHasToken(r.Header, "Upgrade", "websocket")
+// checkHandshake refuses, as EINVALID, a request that websocket.Accept
+// would answer in plain text, so that the client gets the API's JSON
+// error. A wrong version also names the one supported, as RFC 6455 asks.
+func checkHandshake(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet || !headerHasToken(r.Header, "Connection", "upgrade") ||
+		!headerHasToken(r.Header, "Upgrade", "websocket") {
+		return errNotUpgrade
+	}
+	if !r.ProtoAtLeast(1, 1) {
+		return furrow.Errorf(furrow.EINVALID, "A WebSocket handshake needs HTTP/1.1.")
+	}
+	if r.Header.Get("Sec-WebSocket-Version") != websocketVersion {
+		w.Header().Set("Sec-WebSocket-Version", websocketVersion)
+		return furrow.Errorf(furrow.EINVALID, "The header Sec-WebSocket-Version must be %s.", websocketVersion)
+	}
+	keys := r.Header.Values("Sec-WebSocket-Key")
+	if len(keys) != 1 {
+		return errHandshakeKey
+	}
+	if key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(keys[0])); err != nil || len(key) != handshakeKeyLen {
+		return errHandshakeKey
+	}
+	return nil
+}
+
+const (
+	// websocketVersion is the only WebSocket version (RFC 6455).
+	websocketVersion = "13"
+	// handshakeKeyLen is the bytes of a Sec-WebSocket-Key nonce.
+	handshakeKeyLen = 16
+)
+
+var errHandshakeKey = furrow.Errorf(furrow.EINVALID,
+	"The header Sec-WebSocket-Key must be sent once, a base64-encoded %d-byte nonce.", handshakeKeyLen)
+
+// reserve counts a connection of user, unless the user has
+// MaxConnsPerUser already.
+func (s *Server) reserve(user uuid.UUID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perUser[user] >= MaxConnsPerUser {
+		return false
+	}
+	s.perUser[user]++
+	return true
+}
+
+// release uncounts a connection reserve counted.
+func (s *Server) release(user uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perUser[user]--; s.perUser[user] <= 0 {
+		delete(s.perUser, user)
+	}
 }
 
 func headerHasToken(h http.Header, key, token string) bool {

@@ -122,9 +122,9 @@ type execQuerier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// CreateEvent stores e in the outbox and returns it. A zero OccurredAtMs
-// gets the clock's now, an empty ID a new evt_<uuid> (a UUIDv7 of that
-// time) and empty Data {}. A malformed id, unknown type or non-object data
+// CreateEvent stores e in the outbox and returns it, its data as stored.
+// A zero OccurredAtMs gets the clock's now, an empty ID a new evt_<uuid> (a
+// UUIDv7 of that time) and empty Data {}. A malformed id, unknown type or non-object data
 // is EINVALID, an unknown farm ENOTFOUND, a taken id and time ECONFLICT.
 func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.OutboxEvent, error) {
 	now := db.nowMs()
@@ -143,27 +143,51 @@ func (db *DB) CreateEvent(ctx context.Context, e furrow.Event) (furrow.OutboxEve
 	}
 	var rows eventRows
 	rows.add(id, e)
-	var stored, pending map[uuid.UUID]bool
-	ctx, cancel := boundWrite(ctx)
-	defer cancel()
-	err = db.withPartitions(ctx, []int64{e.OccurredAtMs}, func() (err error) {
-		if !lowersFloor(e.OccurredAtMs, now) {
-			stored, pending, err = insertEvents(ctx, db.pool, &rows, now)
+	var (
+		stored, pending bool
+		data            []byte
+	)
+	// insert is insertEvents for one event, which also reads the data as
+	// stored (see createEventSQL).
+	insert := func(q execQuerier) error {
+		var got uuid.UUID
+		res, _ := q.Query(ctx, createEventSQL, rows.args(now)...) // Its error is res's.
+		_, err := pgx.ForEachRow(res, []any{&got, &pending, &data}, func() error {
+			stored = true
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) (err error) {
-			stored, pending, err = insertEvents(ctx, tx, &rows, now)
-			return err
-		})
+		oldest := int64(math.MaxInt64)
+		if pending {
+			oldest = e.OccurredAtMs
+		}
+		return keepFloor(ctx, q, oldest, now)
+	}
+	ctx, cancel := boundWrite(ctx)
+	defer cancel()
+	err = db.withPartitions(ctx, []int64{e.OccurredAtMs}, func() error {
+		if !lowersFloor(e.OccurredAtMs, now) {
+			return insert(db.pool)
+		}
+		return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error { return insert(tx) })
 	}, db.eventParts)
 	switch {
 	case err != nil:
 		return furrow.OutboxEvent{}, translate(err, "create event", "farm")
-	case !stored[id]:
+	case !stored:
 		return furrow.OutboxEvent{}, errFarmGone
 	}
-	return furrow.OutboxEvent{Event: e, Pending: pending[id]}, nil
+	e.Data = data
+	return furrow.OutboxEvent{Event: e, Pending: pending}, nil
 }
+
+// createEventSQL is insertEventsSQL that also returns the data as jsonb
+// stored it (keys ordered, numbers written out), which webhooks and the
+// events API receive: the caller publishes the event on the live bus, and
+// answers it, as they have it.
+var createEventSQL = insertEventsSQL + ", data"
 
 func validEvent(e furrow.Event) (uuid.UUID, error) {
 	id, err := furrow.ParseEventID(e.ID)
