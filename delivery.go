@@ -74,3 +74,26 @@ type ChainReport struct {
 	Chain     string `json:",omitempty"`
 	EndedAtMs int64  `json:",omitempty"`
 }
+
+// MaxRedeliverSince bounds the events one redelivery since a time
+// (POST …/redeliver {since_ms}) sends to a webhook: a farm of ten sensors
+// makes about a thousand metric.value events a day, so this is three
+// months of them, more than the events kept (AttemptRetention). It bounds
+// the work one request starts, not the request, which never holds the
+// events: the redelivery's workflow reads them a page at a time.
+const MaxRedeliverSince = 100_000
+
+// RedeliverySet is what a redelivery since a time sends to a webhook, fixed
+// when it is asked for: the events of FarmID of the Types the webhook
+// subscribes to that occurred at or after SinceMs and were stored no later
+// than ThroughSeq (the place in the order stored of the newest of them
+// then), so that events stored after the request, which their own
+// deliveries reach, are not sent twice. Count is how many it held then;
+// events removed since (retention) are not sent.
+type RedeliverySet struct {
+	FarmID     uuid.UUID
+	Types      []string
+	SinceMs    int64
+	ThroughSeq int64
+	Count      int
+}

@@ -193,6 +193,18 @@ type WebhookService interface {
 	// UpdateWebhook applies p to a farm's webhook and returns it as it is
 	// now.
 	UpdateWebhook(ctx context.Context, farmID, id uuid.UUID, p WebhookPatch) (Webhook, error)
+
+	// RedeliverySet fixes what a redelivery since sinceMs to a webhook of
+	// the farm that subscribes to types sends (see RedeliverySet). It
+	// counts at most limit+1 events, so that a far-back sinceMs costs no
+	// more: a Count above limit says only that there are more.
+	RedeliverySet(ctx context.Context, farmID uuid.UUID, types []string, sinceMs int64, limit int) (RedeliverySet, error)
+	// RedeliveryEvents lists set's events oldest first, by OccurredAtMs
+	// and then the order stored, without their data: at most limit of
+	// those after the place after (nil: from the first), and the place of
+	// the last one returned, from which the next page starts (nil when
+	// none is left).
+	RedeliveryEvents(ctx context.Context, set RedeliverySet, after *Cursor, limit int) ([]Event, *Cursor, error)
 }
 
 // AttemptParts is what one delivery attempt reads
@@ -250,6 +262,22 @@ type DeliveryControl interface {
 	// TestDelivery starts the delivery of e, a stored webhook.test event,
 	// to w only.
 	TestDelivery(ctx context.Context, w Webhook, e Event) error
+}
+
+// WebhookControl is what the webhook owner's API asks of the delivery
+// engine beyond DeliveryControl. temporal.Control implements both.
+type WebhookControl interface {
+	// RedeliverOnce is DeliveryControl.Redeliver under an idempotency
+	// key, which names the redelivery: asked again with the key, it
+	// starts nothing more.
+	RedeliverOnce(ctx context.Context, w Webhook, events []Event, key string) error
+	// RedeliverSince makes sure a new delivery of each event of set to w
+	// will start, durably; the deliveries may start after it returns.
+	// A non-empty key names the redelivery as in RedeliverOnce.
+	RedeliverSince(ctx context.Context, w Webhook, set RedeliverySet, key string) error
+	// WebhookDeleted tells the workflow of a webhook that was deleted to
+	// end. A webhook without a running workflow is not an error.
+	WebhookDeleted(ctx context.Context, webhookID uuid.UUID) error
 }
 
 // Retention removes what the service no longer needs to keep.

@@ -67,6 +67,16 @@ func (w Webhook) Subscribes(t string) bool {
 	return slices.Contains(w.EventTypes, t)
 }
 
+// SubscribedTypes lists the types of farm events w receives, those
+// Subscribes reports: its EventTypes, or DefaultEventTypes when it lists
+// none. The slice is w's own or shared: callers must not change it.
+func (w Webhook) SubscribedTypes() []string {
+	if len(w.EventTypes) == 0 {
+		return DefaultEventTypes
+	}
+	return w.EventTypes
+}
+
 // AttemptFilter selects a webhook's delivery log, newest first; Before (a
 // cursor of an earlier page) pages backwards stably.
 type AttemptFilter struct {

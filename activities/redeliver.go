@@ -53,3 +53,51 @@ func (a *Activities) StartRedeliveries(ctx context.Context, in StartRedeliveries
 	}
 	return StartRedeliveriesResult{Started: n}, nil
 }
+
+// StartRedeliveryPageInput is a page of a redelivery since a time: the
+// events of Set after the place After (nil: from the first), at most
+// Limit of them, to deliver to a webhook once more. Set names no event:
+// the activity reads the page, so that the history holds no list of them.
+type StartRedeliveryPageInput struct {
+	WebhookID uuid.UUID
+	// Batch names the redelivery, as in StartRedeliveriesInput.
+	Batch string
+	Set   furrow.RedeliverySet
+	After *furrow.Cursor `json:",omitempty"`
+	Limit int
+	// Schedule is the deliveries' retry schedule; empty means
+	// furrow.DefaultSchedule.
+	Schedule []furrow.Duration `json:",omitempty"`
+}
+
+// StartRedeliveryPageResult says how many deliveries of the page were
+// started (those started before a retry included), where the next page
+// starts (nil when none is left), and whether the webhook was gone.
+type StartRedeliveryPageResult struct {
+	Started int
+	Next    *furrow.Cursor `json:",omitempty"`
+	Gone    bool           `json:",omitempty"`
+}
+
+// StartRedeliveryPage reads a page of a redelivery's events and starts
+// their deliveries through a.Redeliverer; a deleted webhook gets none. A
+// retry reads the same page and starts none twice (the deliveries' IDs
+// name the batch).
+func (a *Activities) StartRedeliveryPage(ctx context.Context, in StartRedeliveryPageInput) (StartRedeliveryPageResult, error) {
+	w, err := a.Webhooks.WebhookByID(ctx, in.WebhookID)
+	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
+		return StartRedeliveryPageResult{Gone: true}, nil
+	}
+	if err != nil {
+		return StartRedeliveryPageResult{}, err
+	}
+	events, next, err := a.Webhooks.RedeliveryEvents(ctx, in.Set, in.After, in.Limit)
+	if err != nil {
+		return StartRedeliveryPageResult{}, fmt.Errorf("redelivery %s to webhook %s: list events: %w", in.Batch, in.WebhookID, err)
+	}
+	n, err := a.Redeliverer.StartRedeliveries(ctx, w, StartRedeliveriesInput{WebhookID: in.WebhookID, Batch: in.Batch, Events: events, Schedule: in.Schedule})
+	if err != nil {
+		return StartRedeliveryPageResult{Started: n}, fmt.Errorf("redelivery %s to webhook %s: %w", in.Batch, in.WebhookID, err)
+	}
+	return StartRedeliveryPageResult{Started: n, Next: next}, nil
+}

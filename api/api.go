@@ -39,7 +39,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// ReenableWait bounds how long re-enabling a webhook waits for its
 	// workflow to apply the change. Default 5 s, and at most half the
-	// RequestTimeout.
+	// RequestTimeout; the wait also ends a fifth of the RequestTimeout
+	// before the request's deadline, however long the signal took.
 	ReenableWait time.Duration
 	// RequestTimeout is the deadline of each request's work, every store
 	// and limiter call included (not of WebSocket sessions); a request
@@ -80,6 +81,12 @@ type Deps struct {
 	// (furrow.TestDeliveryLimit per furrow.TestDeliveryWindow); nil: an
 	// in-process one.
 	TestLimiter furrow.RateLimiter
+	// Control is what the webhook owner's API asks of the delivery engine
+	// beyond Delivery; nil: Delivery, when it implements it (as
+	// temporal.Control does). Without one, a redelivery since a time or
+	// under an idempotency key answers 500, and a delete leaves the
+	// webhook's workflow to find the webhook gone on its own.
+	Control furrow.WebhookControl
 }
 
 // Metrics counts what the management API changes, for the process's
@@ -124,6 +131,9 @@ func New(cfg Config, deps Deps) http.Handler {
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = noMetrics{}
+	}
+	if c, ok := deps.Delivery.(furrow.WebhookControl); ok && deps.Control == nil {
+		deps.Control = c
 	}
 	if deps.Limiter == nil {
 		deps.Limiter = ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, deps.Clock)

@@ -1,15 +1,11 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/furrowhq/furrow"
 )
-
-// maxRedeliver bounds one redelivery request, so that a far-back since_ms
-// cannot start an unbounded number of workflows. It is one page of the
-// events list, which eventsSince reads.
-const maxRedeliver = furrow.MaxListLimit
 
 // listAttempts lists a webhook's delivery log newest first: 200. When more
 // remain, the Furrow-Next-Cursor header holds the cursor of the next page.
@@ -36,7 +32,10 @@ func (s *server) listAttempts(w http.ResponseWriter, r *http.Request) error {
 }
 
 // redeliver starts new deliveries to the webhook of one event ({event_id})
-// or of every subscribed event since a time ({since_ms}): 202 {count}.
+// or of every subscribed event since a time ({since_ms}): 202 {count}. A
+// disabled webhook is refused (409): its deliveries would all be skipped.
+// Under an Idempotency-Key the redelivery is named by the webhook and the
+// key, so that the request sent again starts nothing more.
 func (s *server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		EventID *string `json:"event_id"`
@@ -45,80 +44,110 @@ func (s *server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &in); err != nil {
 		return err
 	}
-	if (in.EventID == nil) == (in.SinceMs == nil) {
+	switch {
+	case (in.EventID == nil) == (in.SinceMs == nil):
 		return furrow.Errorf(furrow.EINVALID, "Give exactly one of event_id and since_ms.")
+	case in.SinceMs != nil && *in.SinceMs < 0:
+		return furrow.Errorf(furrow.EINVALID, "The field since_ms must not be negative.")
+	case in.EventID != nil:
+		if _, err := furrow.ParseEventID(*in.EventID); err != nil {
+			return err
+		}
+	}
+	key, err := redeliveryKey(r)
+	if err != nil {
+		return err
 	}
 	wh, err := s.farmWebhook(r)
 	if err != nil {
 		return err
 	}
-	var events []furrow.Event
+	if !wh.Enabled {
+		return furrow.Errorf(furrow.ECONFLICT, "The webhook is disabled; enable it first.")
+	}
+	n := 0
 	if in.EventID != nil {
-		events, err = s.oneEvent(r, wh, *in.EventID)
+		n, err = s.redeliverEvent(r, wh, *in.EventID, key)
 	} else {
-		events, err = s.eventsSince(r, wh, *in.SinceMs)
+		n, err = s.redeliverSince(r, wh, *in.SinceMs, key)
 	}
 	if err != nil {
 		return err
-	}
-	n := 0
-	if len(events) > 0 {
-		if n, err = s.Delivery.Redeliver(r.Context(), wh, events); err != nil {
-			return err
-		}
 	}
 	writeJSON(w, http.StatusAccepted, map[string]int{"count": n})
 	return nil
 }
 
-// oneEvent loads an event of the farm that the webhook subscribes to.
-func (s *server) oneEvent(r *http.Request, wh furrow.Webhook, id string) ([]furrow.Event, error) {
-	if _, err := furrow.ParseEventID(id); err != nil {
-		return nil, err
+// redeliveryKey returns the request's Idempotency-Key, "" when it has none.
+func redeliveryKey(r *http.Request) (string, error) {
+	keys := r.Header.Values(idempotencyHeader)
+	switch {
+	case len(keys) == 0:
+		return "", nil
+	case len(keys) > 1 || !furrow.ValidIdempotencyKey(keys[0]):
+		return "", furrow.Errorf(furrow.EINVALID,
+			"The Idempotency-Key header must be given once, as 1 to %d printable ASCII characters.", furrow.MaxIdempotencyKey)
 	}
-	e, err := s.Events.Event(r.Context(), id)
-	if furrow.ErrorCode(err) == furrow.ENOTFOUND || (err == nil && e.FarmID != currentFarm(r)) {
-		return nil, furrow.Errorf(furrow.ENOTFOUND, "The event does not exist.")
-	} else if err != nil {
-		return nil, err
-	}
-	if !wh.Subscribes(e.Type) {
-		return nil, furrow.Errorf(furrow.EINVALID, "The webhook does not subscribe to events of type %s.", e.Type)
-	}
-	return []furrow.Event{e}, nil
+	return keys[0], nil
 }
 
-// eventsSince lists the farm's events since sinceMs that the webhook
-// subscribes to, following the cursors, when at most maxRedeliver events
-// occurred since then. More would leave the oldest unsent, so they are
-// refused (EINVALID). A page ends at maxRedeliver events or, with large
-// ones, sooner (furrow.MaxPageBytes); the events kept lose their data, so
-// only the page being read holds any: a delivery's start needs none.
-func (s *server) eventsSince(r *http.Request, wh furrow.Webhook, sinceMs int64) ([]furrow.Event, error) {
-	if sinceMs < 0 {
-		return nil, furrow.Errorf(furrow.EINVALID, "The field since_ms must not be negative.")
+// control returns the delivery engine's WebhookControl; without one
+// (a test's stand-in engine) what needs it is an internal error.
+func (s *server) control() (furrow.WebhookControl, error) {
+	if s.Control == nil {
+		return nil, errors.New("the delivery engine does not implement furrow.WebhookControl")
 	}
-	f := furrow.EventFilter{FarmID: currentFarm(r), SinceMs: &sinceMs}
-	var kept []furrow.Event
-	read := 0
-	for f.Limit = maxRedeliver; ; f.Limit = maxRedeliver - read {
-		page, next, err := s.Events.Events(r.Context(), f)
-		if err != nil {
-			return nil, err
-		}
-		read += len(page)
-		for _, e := range page {
-			if wh.Subscribes(e.Type) {
-				e.Data = nil
-				kept = append(kept, e)
-			}
-		}
-		switch {
-		case next == nil:
-			return kept, nil
-		case read >= maxRedeliver:
-			return nil, furrow.Errorf(furrow.EINVALID, "More than %d events occurred since since_ms; choose a later since_ms.", maxRedeliver)
-		}
-		f.Before = next
+	return s.Control, nil
+}
+
+// redeliverEvent starts a new delivery of the event id to wh, under key
+// when it is not empty, and returns 1.
+func (s *server) redeliverEvent(r *http.Request, wh furrow.Webhook, id, key string) (int, error) {
+	e, err := s.oneEvent(r, wh, id)
+	if err != nil {
+		return 0, err
 	}
+	if key == "" {
+		return s.Delivery.Redeliver(r.Context(), wh, []furrow.Event{e})
+	}
+	ctl, err := s.control()
+	if err != nil {
+		return 0, err
+	}
+	return 1, ctl.RedeliverOnce(r.Context(), wh, []furrow.Event{e}, key)
+}
+
+// redeliverSince starts the redelivery to wh of the events it subscribes
+// to that occurred since sinceMs, and returns how many: the request only
+// counts them (at most furrow.MaxRedeliverSince, else EINVALID) and fixes
+// the set; the redelivery's workflow reads them a page at a time.
+func (s *server) redeliverSince(r *http.Request, wh furrow.Webhook, sinceMs int64, key string) (int, error) {
+	set, err := s.Webhooks.RedeliverySet(r.Context(), currentFarm(r), wh.SubscribedTypes(), sinceMs, furrow.MaxRedeliverSince)
+	switch {
+	case err != nil:
+		return 0, err
+	case set.Count > furrow.MaxRedeliverSince:
+		return 0, furrow.Errorf(furrow.EINVALID, "More than %d events the webhook subscribes to occurred since since_ms; choose a later since_ms.", furrow.MaxRedeliverSince)
+	case set.Count == 0:
+		return 0, nil
+	}
+	ctl, err := s.control()
+	if err != nil {
+		return 0, err
+	}
+	return set.Count, ctl.RedeliverSince(r.Context(), wh, set, key)
+}
+
+// oneEvent loads an event of the farm that the webhook subscribes to.
+func (s *server) oneEvent(r *http.Request, wh furrow.Webhook, id string) (furrow.Event, error) {
+	e, err := s.Events.Event(r.Context(), id)
+	if furrow.ErrorCode(err) == furrow.ENOTFOUND || (err == nil && e.FarmID != currentFarm(r)) {
+		return furrow.Event{}, furrow.Errorf(furrow.ENOTFOUND, "The event does not exist.")
+	} else if err != nil {
+		return furrow.Event{}, err
+	}
+	if !wh.Subscribes(e.Type) {
+		return furrow.Event{}, furrow.Errorf(furrow.EINVALID, "The webhook does not subscribe to events of type %s.", e.Type)
+	}
+	return e, nil
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/apitest"
+	"github.com/furrowhq/furrow/safehttp"
 )
 
 // contract is the validator of the embedded document, built once.
@@ -219,5 +221,38 @@ func TestOpenAPIPathIDsAnswer400(t *testing.T) {
 	}
 	if checked < 10 {
 		t.Fatalf("checked %d operations with path ids", checked)
+	}
+}
+
+// TestOpenAPIWebhookNumbers: the webhook bounds the document states are
+// the code's.
+func TestOpenAPIWebhookNumbers(t *testing.T) {
+	var doc struct {
+		Paths struct {
+			Redeliver struct {
+				Post struct {
+					Description string `json:"description"`
+				} `json:"post"`
+			} `json:"/api/farms/{farm}/webhooks/{webhook}/redeliver"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					MaxLength int `json:"maxLength"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range []string{"WebhookIn", "WebhookPatch"} {
+		if n := doc.Components.Schemas[schema].Properties["url"].MaxLength; n != safehttp.MaxURLBytes {
+			t.Errorf("%s.url maxLength = %d, want %d", schema, n, safehttp.MaxURLBytes)
+		}
+	}
+	desc := doc.Paths.Redeliver.Post.Description
+	if !strings.Contains(desc, fmt.Sprintf("more than %d such events", furrow.MaxRedeliverSince)) {
+		t.Errorf("the redeliver description does not state the bound of %d events: %q", furrow.MaxRedeliverSince, desc)
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"time"
@@ -12,6 +13,12 @@ import (
 
 // reenablePoll is how often enabling waits to see the workflow's change.
 const reenablePoll = 50 * time.Millisecond
+
+// deletedSignalWait bounds the signal that ends a deleted webhook's
+// workflow, so that a slow or unreachable Temporal delays the delete's
+// answer by at most this. The workflow also finds its webhook gone on its
+// own, within a day (workflows.goneCheckEvery).
+const deletedSignalWait = time.Second
 
 // createWebhook registers an endpoint for the farm's events: 201 with the
 // webhook, its secret included.
@@ -111,12 +118,28 @@ func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Webhooks.DeleteWebhook(r.Context(), currentFarm(r), id); err != nil {
 		return err
 	}
+	s.endWorkflow(r, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// enableWebhook signals the webhook's workflow to re-enable it and waits up
-// to ReenableWait for the change: 200 with the enabled webhook, or 202 with
+// endWorkflow tells the workflow of the webhook id, just deleted, to end,
+// within deletedSignalWait. The delete has committed: a signal that fails
+// is logged, not answered.
+func (s *server) endWorkflow(r *http.Request, id uuid.UUID) {
+	if s.Control == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), deletedSignalWait)
+	defer cancel()
+	if err := s.Control.WebhookDeleted(ctx, id); err != nil {
+		s.Logger.WarnContext(r.Context(), "webhook deleted, but its workflow was not told; it ends on its own within a day",
+			"request_id", RequestID(r.Context()), "webhook_id", id, "error", err)
+	}
+}
+
+// enableWebhook signals the webhook's workflow to re-enable it and waits
+// for the change (awaitEnabled): 200 with the enabled webhook, or 202 with
 // its current state and a reason when the workflow has not applied it yet
 // (the signal is delivered; the change follows).
 func (s *server) enableWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -146,27 +169,58 @@ func (s *server) enableWebhook(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// awaitEnabled polls the webhook until it is enabled with no failures, the
-// wait ends, or the request is cancelled.
-func (s *server) awaitEnabled(r *http.Request, wh furrow.Webhook) (furrow.Webhook, bool, error) {
-	deadline := time.NewTimer(s.cfg.ReenableWait)
-	defer deadline.Stop()
+// answerReserve is the part of a request's time that enabling keeps for
+// its last reads (the webhook and its health) and the answer: its wait ends
+// that long before the request's deadline, however long the signal took,
+// so that a slow workflow is answered 202 rather than a timed-out 500.
+func (s *server) answerReserve() time.Duration { return s.cfg.RequestTimeout / 5 }
+
+// awaitEnabled polls the webhook, before as it was read before the signal,
+// until the workflow re-enabled it (reenabled), for at most ReenableWait
+// and no later than answerReserve before the request's deadline. It
+// returns the webhook as last read and whether the change is applied.
+func (s *server) awaitEnabled(r *http.Request, before furrow.Webhook) (furrow.Webhook, bool, error) {
+	end := time.Now().Add(s.cfg.ReenableWait)
+	if d, ok := r.Context().Deadline(); ok && d.Add(-s.answerReserve()).Before(end) {
+		end = d.Add(-s.answerReserve())
+	}
+	wait := time.NewTimer(time.Until(end))
+	defer wait.Stop()
 	tick := time.NewTicker(reenablePoll)
 	defer tick.Stop()
-	for {
-		cur, err := s.Webhooks.Webhook(r.Context(), currentFarm(r), wh.ID)
+poll:
+	for time.Now().Before(end) {
+		cur, err := s.Webhooks.Webhook(r.Context(), currentFarm(r), before.ID)
 		if err != nil {
-			return wh, false, err
+			return before, false, err
 		}
-		if cur.Enabled && cur.ConsecutiveFailures == 0 {
+		if reenabled(before, cur) {
 			return cur, true, nil
 		}
 		select {
-		case <-deadline.C:
-			return cur, false, nil
-		case <-r.Context().Done():
-			return cur, false, r.Context().Err()
 		case <-tick.C:
+		case <-wait.C:
+			break poll
+		case <-r.Context().Done():
+			break poll
 		}
 	}
+	// The wait ran out: a last read within the deadline says where the
+	// change stands.
+	cur, err := s.Webhooks.Webhook(r.Context(), currentFarm(r), before.ID)
+	if err != nil {
+		return before, false, err
+	}
+	return cur, reenabled(before, cur), nil
+}
+
+// reenabled reports whether cur, the webhook read after the reenable
+// signal, shows the signal applied to before, as read before it: a
+// transition came since (the next transition of a disabled webhook is its
+// re-enabling, so a failure right after it cannot hide it), or it is
+// enabled with no failures (a webhook that was enabled, whose counter the
+// signal resets without a transition, or one re-enabled by a workflow that
+// predates transitions).
+func reenabled(before, cur furrow.Webhook) bool {
+	return cur.StateSeq > before.StateSeq || (cur.Enabled && cur.ConsecutiveFailures == 0)
 }

@@ -2,10 +2,12 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
@@ -22,6 +24,7 @@ type Control struct {
 
 var (
 	_ furrow.DeliveryControl = (*Control)(nil)
+	_ furrow.WebhookControl  = (*Control)(nil)
 	_ activities.Redeliverer = (*Control)(nil)
 )
 
@@ -46,11 +49,51 @@ func (ctl *Control) Reenable(ctx context.Context, webhookID uuid.UUID) error {
 // their deliveries (workflows.Redeliver), and returns how many it will
 // start. One start, whatever the count, keeps the request short.
 func (ctl *Control) Redeliver(ctx context.Context, w furrow.Webhook, events []furrow.Event) (int, error) {
-	opts, in := workflows.RedeliverStart(w, events, uuid.NewString(), ctl.schedule)
-	if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.RedeliverWorkflowName, in); err != nil {
-		return 0, fmt.Errorf("start redelivery of %d events to webhook %s: %w", len(events), w.ID, err)
+	return len(events), ctl.RedeliverOnce(ctx, w, events, "")
+}
+
+// RedeliverOnce is Redeliver under the idempotency key key: the
+// redelivery's name derives from the webhook and the key
+// (workflows.RedeliverBatch), so asked again it starts nothing more.
+func (ctl *Control) RedeliverOnce(ctx context.Context, w furrow.Webhook, events []furrow.Event, key string) error {
+	opts, in := workflows.RedeliverStart(w, events, workflows.RedeliverBatch(w.ID, key), ctl.schedule)
+	if err := ctl.startRedelivery(ctx, opts, in); err != nil {
+		return fmt.Errorf("start redelivery of %d events to webhook %s: %w", len(events), w.ID, err)
 	}
-	return len(events), nil
+	return nil
+}
+
+// RedeliverSince starts the redelivery of the events of set to w, a
+// workflow that reads them a page at a time and starts their deliveries
+// (workflows.Redeliver); a non-empty key names it as in RedeliverOnce.
+func (ctl *Control) RedeliverSince(ctx context.Context, w furrow.Webhook, set furrow.RedeliverySet, key string) error {
+	opts, in := workflows.RedeliverSinceStart(w, set, workflows.RedeliverBatch(w.ID, key), ctl.schedule)
+	if err := ctl.startRedelivery(ctx, opts, in); err != nil {
+		return fmt.Errorf("start redelivery of %d events since %d to webhook %s: %w", set.Count, set.SinceMs, w.ID, err)
+	}
+	return nil
+}
+
+// startRedelivery starts a redelivery's workflow; one started already
+// under its name (a request sent again with its key) is success.
+func (ctl *Control) startRedelivery(ctx context.Context, opts client.StartWorkflowOptions, in workflows.RedeliverInput) error {
+	_, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.RedeliverWorkflowName, in)
+	if workflows.AlreadyStarted(err) {
+		return nil
+	}
+	return err
+}
+
+// WebhookDeleted sends SignalDeleted to the webhook's workflow, so that it
+// finds its webhook gone and ends. It starts no workflow: a webhook whose
+// workflow does not run has nothing to end.
+func (ctl *Control) WebhookDeleted(ctx context.Context, webhookID uuid.UUID) error {
+	err := ctl.c.SignalWorkflow(ctx, workflows.WebhookWorkflowID(webhookID), "", workflows.SignalDeleted, nil)
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("signal deleted to webhook %s: %w", webhookID, err)
+	}
+	return nil
 }
 
 // StartRedeliveries starts a new delivery workflow of each of in.Events to

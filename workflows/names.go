@@ -38,6 +38,11 @@ const (
 	// furrow.ChainReport).
 	// Only delivery workflows send it, through the ReportChain activity.
 	SignalChain = "chain"
+	// SignalDeleted, with no payload, makes the workflow read its webhook
+	// and end when the webhook is gone. The API sends it once a delete
+	// has committed (support may too); sent for a webhook that still
+	// exists, it changes nothing.
+	SignalDeleted = "deleted"
 )
 
 // ReenableByAPI is the payload of SignalReenable sent by the API.

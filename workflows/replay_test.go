@@ -38,7 +38,9 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // ("webhook_rate_", with both, asking for each change's version), then
 // those of deliveries started at Revision 1, which ask for none, recorded
 // before the webhook workflow's chain-order change ("before_chain_order_"),
-// then the current ones, and a redelivery's workflow. go test
+// the webhook workflow's before its gone-check change
+// ("before_gone_check_"), then the current ones, and a redelivery's
+// workflow of named events and one of a redelivery since a time. go test
 // -run TestReplay -update records the current ones (prefix); their
 // redelivery first waits for the webhook's rate.
 var histories = []string{
@@ -48,8 +50,9 @@ var histories = []string{
 	"lifecycle_events_delivery_rejected.json", "lifecycle_events_delivery_retried.json", "lifecycle_events_webhook.json",
 	"webhook_rate_delivery_rejected.json", "webhook_rate_delivery_retried.json", "webhook_rate_webhook.json",
 	"before_chain_order_delivery_rejected.json", "before_chain_order_delivery_retried.json", "before_chain_order_webhook.json",
+	"before_gone_check_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
-	prefix + "redeliver.json",
+	prefix + "redeliver.json", prefix + "redeliver_since.json",
 }
 
 // prefix names the histories recorded by the current code.
@@ -127,6 +130,25 @@ func recordRedeliver(ctx context.Context, t *testing.T, c client.Client, f *fixt
 		t.Fatalf("redelivery result %+v, %v; want 1 started", res, err)
 	}
 	export(ctx, t, c, id, prefix+"redeliver.json")
+	recordRedeliverSince(ctx, t, c, f)
+}
+
+// recordRedeliverSince runs the redelivery since a time of the fixture's
+// event and writes its history.
+func recordRedeliverSince(ctx context.Context, t *testing.T, c client.Client, f *fixture) {
+	set, err := f.store.RedeliverySet(ctx, f.webhook.FarmID, f.webhook.SubscribedTypes(), f.event.OccurredAtMs, furrow.MaxRedeliverSince)
+	if err != nil || set.Count != 1 {
+		t.Fatalf("set %+v, %v; want the fixture's event", set, err)
+	}
+	if err := ftemporal.NewControl(c, nil).RedeliverSince(ctx, f.webhook, set, "record"); err != nil {
+		t.Fatal(err)
+	}
+	id := workflows.RedeliverWorkflowID(f.webhook.ID, workflows.RedeliverBatch(f.webhook.ID, "record"))
+	var res workflows.RedeliverResult
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil || res.Started != 1 {
+		t.Fatalf("redelivery since result %+v, %v; want 1 started", res, err)
+	}
+	export(ctx, t, c, id, prefix+"redeliver_since.json")
 }
 
 // temporalServer starts an in-process Temporal server for the test, with

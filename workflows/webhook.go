@@ -33,6 +33,20 @@ const lifecycleChange = "lifecycle-events"
 // that began before takes the new way after its next continue-as-new.
 const chainOrder = "chain-order"
 
+// goneCheck versions how the workflow learns that its webhook was deleted.
+// Before it, only a write of a changed state found the webhook gone, so a
+// deleted webhook's workflow ran for ever; since, it also re-reads its
+// webhook on SignalDeleted and every goneCheckEvery, and ends when the
+// webhook is gone. The signal is handled whatever the version (no history
+// recorded before it holds one); the timer is versioned: a run that began
+// before takes it at its next continue-as-new.
+const goneCheck = "gone-check"
+
+// goneCheckEvery is how often the workflow re-reads its webhook, so that a
+// delete whose SignalDeleted never came (Temporal was down) still ends it
+// within a day, at the cost of one read a day per webhook.
+const goneCheckEvery = 24 * time.Hour
+
 // rememberedChains bounds the chains whose reports a run remembers, to
 // know a report sent twice: retries of one report come within minutes.
 const rememberedChains = 256
@@ -51,8 +65,10 @@ type WebhookInput struct {
 // failure counter and enabled flag. It counts consecutive failed chains,
 // disables the webhook at furrow.MaxFailedChains, restarts the count after
 // a successful chain, and re-enables and resets on SignalReenable. It ends
-// when the webhook is deleted. It answers QueryState and keeps its current
-// details saying its state, for the Temporal UI.
+// when the webhook is deleted: when a write finds it gone, on
+// SignalDeleted, or at the latest goneCheckEvery after the delete. It
+// answers QueryState and keeps its current details saying its state, for
+// the Temporal UI.
 func Webhook(ctx workflow.Context, in WebhookInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
@@ -96,9 +112,23 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		w.failedAtMs = 0
 		w.next = w.afterReenable(reenabledBy(by), workflow.Now(ctx))
 	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalDeleted), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		w.check = true
+	})
+	if workflow.GetVersion(ctx, goneCheck, workflow.DefaultVersion, 1) >= 1 {
+		var arm func()
+		arm = func() {
+			sel.AddFuture(workflow.NewTimer(ctx, goneCheckEvery), func(workflow.Future) {
+				w.check = true
+				arm()
+			})
+		}
+		arm()
+	}
 	for handled := 1; ; handled++ {
 		sel.Select(ctx)
-		if err := w.write(ctx); err != nil || w.state.Gone {
+		if err := w.apply(ctx); err != nil || w.state.Gone {
 			return err
 		}
 		if handled >= maxSignalsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
@@ -108,7 +138,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	// Drain what arrived meanwhile so no signal is lost across runs.
 	for sel.HasPending() {
 		sel.Select(ctx)
-		if err := w.write(ctx); err != nil || w.state.Gone {
+		if err := w.apply(ctx); err != nil || w.state.Gone {
 			return err
 		}
 	}
@@ -128,6 +158,29 @@ type webhookRun struct {
 	// dropped if a delivery began after it, which the report of that
 	// delivery's chain, read at its first attempt, may not have said.
 	failedAtMs int64
+	// check asks apply to read the webhook, to end if it is gone, rather
+	// than write next (which the signal or timer that set it left as is).
+	check bool
+}
+
+// apply does what the signal or timer just handled asks: writes next, or
+// reads the webhook to learn whether it was deleted.
+func (w *webhookRun) apply(ctx workflow.Context) error {
+	if !w.check {
+		return w.write(ctx)
+	}
+	w.check = false
+	var a *activities.Activities
+	var got activities.LoadWebhookStateResult
+	if err := workflow.ExecuteActivity(ctx, a.LoadWebhookState, w.state.WebhookID).Get(ctx, &got); err != nil {
+		return err
+	}
+	if got.Gone {
+		w.state.Gone = true
+		workflow.GetLogger(ctx).Info("webhook deleted; workflow ends", "webhook_id", w.state.WebhookID)
+		workflow.SetCurrentDetails(ctx, w.state.details())
+	}
+	return nil
 }
 
 // notCounted says why the report r is not counted, or "" when it is: its

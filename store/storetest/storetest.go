@@ -89,4 +89,5 @@ func APIServices(t *testing.T, newSubject New) {
 	t.Run("SecretRotation", func(t *testing.T) { SecretRotation(t, newSubject) })
 	t.Run("WebhookTransitions", func(t *testing.T) { WebhookTransitions(t, newSubject) })
 	t.Run("WebhookOwnerTools", func(t *testing.T) { WebhookOwnerTools(t, newSubject) })
+	t.Run("Redeliveries", func(t *testing.T) { Redeliveries(t, newSubject) })
 }
