@@ -100,13 +100,7 @@ func dialLive(t *testing.T, h *harness, topic live.Topic, opts *websocket.DialOp
 	t.Helper()
 	srv := httptest.NewServer(h.handler)
 	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/api/live?topic="+topic.String(), opts)
-	if c != nil {
-		t.Cleanup(func() { _ = c.CloseNow() })
-	}
-	return c, resp, err
+	return dialServer(t, srv, topic, opts)
 }
 
 // readMessage reads one message of the live protocol.
