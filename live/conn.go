@@ -114,6 +114,10 @@ func (c *conn) Send(msg []byte) {
 	}
 }
 
+// reasonTooManyRequests closes a client that sends subscribes faster than
+// they are carried out: a policy violation, but not a slow client.
+const reasonTooManyRequests = "too many subscribes waiting"
+
 // queue hands msg to the writer, or disconnects a client too slow to take it.
 func (c *conn) queue(msg []byte) {
 	select {
@@ -174,7 +178,7 @@ func (c *conn) run(initial []Topic) {
 		c.readLoop(ctx)
 	}()
 	why := c.writeLoop(ctx)
-	if why.code == websocket.StatusPolicyViolation {
+	if why.code == websocket.StatusPolicyViolation && why.reason != reasonTooManyRequests {
 		c.srv.slowClosed.Add(1)
 	}
 	// Close before cancelling: a cancelled Read would drop the connection
@@ -258,7 +262,7 @@ func (c *conn) readLoop(ctx context.Context) {
 		select {
 		case c.requests <- r:
 		default:
-			c.fail(websocket.StatusPolicyViolation, "too many subscribes waiting")
+			c.fail(websocket.StatusPolicyViolation, reasonTooManyRequests)
 			return
 		}
 	}

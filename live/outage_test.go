@@ -144,3 +144,40 @@ func TestSubscribesDuringAnOutageKeepTheConnection(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 }
+
+// A client that floods subscribes while the bus cannot confirm them is
+// closed with 1008 (too many waiting), and that is not counted as a slow
+// client: furrow_live_slow_disconnects_total counts clients too slow to
+// read.
+func TestSubscribeFloodIsNotASlowClient(t *testing.T) {
+	c, p := proxiedRedis(t)
+	p.Blackhole()
+	bus := redisBus(t, c, testPrefix())
+	w := newWorld(t, bus, live.Deps{})
+	topic := live.FarmTopic(w.farmA)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, w.url(), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	for range 300 {
+		if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"subscribe","topic":"`+topic.String()+`"}`)); err != nil {
+			break // closed by the server already
+		}
+	}
+	for {
+		if _, _, err := ws.Read(ctx); err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+				t.Fatalf("closed with %v, want 1008", err)
+			}
+			break
+		}
+	}
+	waitFor(t, "the flooding connection to end", func() bool { return w.srv.Stats().Open == 0 })
+	if s := w.srv.Stats(); s.SlowClosed != 0 {
+		t.Fatalf("stats %+v: a subscribe flood counted as a slow client", s)
+	}
+}

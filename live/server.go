@@ -77,8 +77,9 @@ type Server struct {
 type Stats struct {
 	// Open is the number of open connections.
 	Open int
-	// SlowClosed counts connections closed because their send buffer filled
-	// or a pong did not come back.
+	// SlowClosed counts connections closed because the client was too
+	// slow: its send buffer filled, a write timed out, or a pong did not
+	// come back.
 	SlowClosed uint64
 }
 

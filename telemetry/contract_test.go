@@ -14,7 +14,7 @@ import (
 func TestContract(t *testing.T) {
 	m := New()
 	m.WatchFailOpen(func() int64 { return 0 })
-	m.WatchLive(LiveStats{Published: func() uint64 { return 0 }, Dropped: func() uint64 { return 0 }, Connections: func() int { return 0 }})
+	m.WatchLive(LiveStats{Published: func() uint64 { return 0 }, Dropped: func() uint64 { return 0 }, Connections: func() int { return 0 }, SlowDisconnects: func() uint64 { return 0 }})
 	m.WatchOutbox(backlog{}, nil)
 	m.WatchSecrets(&secretStates{}, false, nil)
 	m.HTTP(http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
@@ -31,6 +31,7 @@ func TestContract(t *testing.T) {
 		"furrow_live_published_total":              {dto.MetricType_COUNTER, nil},
 		"furrow_live_dropped_total":                {dto.MetricType_COUNTER, nil},
 		"furrow_live_connections":                  {dto.MetricType_GAUGE, nil},
+		"furrow_live_slow_disconnects_total":       {dto.MetricType_COUNTER, nil},
 		"furrow_outbox_pending":                    {dto.MetricType_GAUGE, nil},
 		"furrow_outbox_oldest_pending_seconds":     {dto.MetricType_GAUGE, nil},
 		"furrow_dispatch_workflows_started_total":  {dto.MetricType_COUNTER, nil},

@@ -27,9 +27,12 @@ func (m *Metrics) WatchFailOpen(failures func() int64) {
 type LiveStats struct {
 	Published func() uint64
 	Dropped   func() uint64
-	// Connections is nil in a process that publishes without serving
-	// sockets (furrow worker); the gauge is then not exported.
+	// Connections and SlowDisconnects are nil in a process that publishes
+	// without serving sockets (furrow worker); they are then not exported.
 	Connections func() int
+	// SlowDisconnects counts sockets closed because the client was too
+	// slow to take its messages.
+	SlowDisconnects func() uint64
 }
 
 // WatchLive exports the live bus's counters.
@@ -49,6 +52,12 @@ func (m *Metrics) WatchLive(s LiveStats) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "furrow_live_connections", Help: "Open live-updates WebSocket connections.",
 		}, func() float64 { return float64(s.Connections()) }))
+	}
+	if s.SlowDisconnects != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "furrow_live_slow_disconnects_total",
+			Help: "Live-updates WebSocket connections closed because the client was too slow (send buffer full, write timed out, no pong).",
+		}, func() float64 { return float64(s.SlowDisconnects()) }))
 	}
 }
 

@@ -102,7 +102,8 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 func (s *server) watch(m *telemetry.Metrics) {
 	m.WatchLive(telemetry.LiveStats{
 		Published: s.bus.Published, Dropped: s.bus.Dropped,
-		Connections: func() int { return s.live.Stats().Open },
+		Connections:     func() int { return s.live.Stats().Open },
+		SlowDisconnects: func() uint64 { return s.live.Stats().SlowClosed },
 	})
 	m.WatchOutbox(s.db, s.log)
 	watchSecrets(m, s.db, s.log)
