@@ -15,7 +15,8 @@ import (
 // the webhook's state_seq is below the transition's ($4), and the event is
 // inserted only when it did. The event's id and time derive from the
 // transition, so ON CONFLICT DO NOTHING makes even a repeated insert a
-// no-op. RETURNING is that of insertEventsSQL, with the farm.
+// no-op. RETURNING is that of insertEventsSQL, with the farm and the data
+// as jsonb stored it (keys reordered), which the worker publishes live.
 var transitionSQL = `WITH w AS (
 		UPDATE webhooks SET enabled = $2, consecutive_failures = $3,
 			state_seq = $4, state_changed_at_ms = $5, state_cause = $6
@@ -25,7 +26,7 @@ var transitionSQL = `WITH w AS (
 	SELECT $7, $8, w.farm_id, $5, $9::jsonb, ` + dispatchedAt("w.farm_id", "$8::text", "$10::bigint") + `
 	FROM w
 	ON CONFLICT DO NOTHING
-	RETURNING farm_id, dispatched_at_ms IS NULL`
+	RETURNING farm_id, dispatched_at_ms IS NULL, data`
 
 // TransitionWebhook writes t and stores its lifecycle event in one
 // transaction, unless the webhook's state_seq is already t.Seq or more;
@@ -48,7 +49,7 @@ func (db *DB) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition)
 	defer cancel()
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, transitionSQL, t.WebhookID, t.Enabled, t.Failures, t.Seq, t.AtMs, t.Cause(),
-			id, e.Type, string(e.Data), now).Scan(&e.FarmID, &pending)
+			id, e.Type, string(e.Data), now).Scan(&e.FarmID, &pending, &e.Data)
 		if err == nil && pending {
 			err = keepFloor(ctx, tx, t.AtMs, now)
 		}

@@ -50,6 +50,11 @@ func WebhookTransitions(t *testing.T, newSubject New) {
 			if len(es) != 1 || es[0].ID != ev.ID || es[0].OccurredAtMs != at {
 				e.t.Fatalf("events = %+v, want the one webhook.disabled", es)
 			}
+			// The worker publishes the returned event live: its data is the
+			// stored one, byte for byte, as webhooks and the events API see it.
+			if string(ev.Data) != string(es[0].Data) {
+				e.t.Fatalf("TransitionWebhook returned data %s, stored %s", ev.Data, es[0].Data)
+			}
 			var data furrow.WebhookDisabledData
 			if json.Unmarshal(es[0].Data, &data) != nil || data != (furrow.WebhookDisabledData{WebhookID: w.ID, FailedChains: furrow.MaxFailedChains, LastStatusCode: 503}) {
 				e.t.Fatalf("data = %s", es[0].Data)
