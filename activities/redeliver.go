@@ -84,20 +84,13 @@ type StartRedeliveryPageResult struct {
 // retry reads the same page and starts none twice (the deliveries' IDs
 // name the batch).
 func (a *Activities) StartRedeliveryPage(ctx context.Context, in StartRedeliveryPageInput) (StartRedeliveryPageResult, error) {
-	w, err := a.Webhooks.WebhookByID(ctx, in.WebhookID)
-	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
-		return StartRedeliveryPageResult{Gone: true}, nil
-	}
-	if err != nil {
-		return StartRedeliveryPageResult{}, err
-	}
 	events, next, err := a.Webhooks.RedeliveryEvents(ctx, in.Set, in.After, in.Limit)
 	if err != nil {
 		return StartRedeliveryPageResult{}, fmt.Errorf("redelivery %s to webhook %s: list events: %w", in.Batch, in.WebhookID, err)
 	}
-	n, err := a.Redeliverer.StartRedeliveries(ctx, w, StartRedeliveriesInput{WebhookID: in.WebhookID, Batch: in.Batch, Events: events, Schedule: in.Schedule})
-	if err != nil {
-		return StartRedeliveryPageResult{Started: n}, fmt.Errorf("redelivery %s to webhook %s: %w", in.Batch, in.WebhookID, err)
+	res, err := a.StartRedeliveries(ctx, StartRedeliveriesInput{WebhookID: in.WebhookID, Batch: in.Batch, Events: events, Schedule: in.Schedule})
+	if err != nil || res.Gone {
+		return StartRedeliveryPageResult{Started: res.Started, Gone: res.Gone}, err
 	}
-	return StartRedeliveryPageResult{Started: n, Next: next}, nil
+	return StartRedeliveryPageResult{Started: res.Started, Next: next}, nil
 }
