@@ -44,8 +44,9 @@ type Config struct {
 	ReenableWait time.Duration
 	// RequestTimeout is the deadline of each request's work, every store
 	// and limiter call included (not of WebSocket sessions); a request
-	// that runs out of it answers 500 internal_error with retry-after.
-	// Default 5 s.
+	// that runs out of it answers 500 internal_error with retry-after. It
+	// starts again once the body is in: the server's ReadTimeout bounds a
+	// slow body. Default 5 s.
 	RequestTimeout time.Duration
 }
 
@@ -151,7 +152,8 @@ func (s *server) routes() http.Handler {
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return furrow.Errorf(furrow.ENOTFOUND, "There is no such endpoint.")
 	}))
-	r.MethodNotAllowed(s.handle(func(_ http.ResponseWriter, r *http.Request) error {
+	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Allow", allowedMethods(r))
 		return errMethod(r.Method)
 	}))
 	r.Get("/healthz", s.healthz)

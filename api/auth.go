@@ -51,7 +51,7 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 	if err != nil {
 		return deviceCredential{}, unauthorizedOr(err)
 	}
-	s.keys.put(sum, d)
+	s.keys.put(sum, d, s.Clock.Now())
 	cred.device = d
 	return cred, nil
 }
@@ -59,7 +59,8 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 // recheckKey is called when a request with a cached key is refused for
 // another reason than its key (rate limit, body, device match, store): if
 // the key was revoked meanwhile, the answer must be 401 instead, as if the
-// key had been looked up. It returns refusal otherwise.
+// key had been looked up. A 429 rechecks at most once per keyRecheckEvery
+// (see keyCache). It returns refusal otherwise.
 func (s *server) recheckKey(w http.ResponseWriter, r *http.Request, cred deviceCredential, refusal error) error {
 	if furrow.ErrorCode(refusal) == furrow.EUNAUTHORIZED {
 		if cred.keyHash != nil {
@@ -67,7 +68,7 @@ func (s *server) recheckKey(w http.ResponseWriter, r *http.Request, cred deviceC
 		}
 		return errCredentialInvalid
 	}
-	if !cred.cached {
+	if !cred.cached || !s.recheckDue(cred, refusal) {
 		return refusal
 	}
 	_, err := s.Devices.DeviceByKey(r.Context(), *cred.keyHash)
@@ -77,6 +78,13 @@ func (s *server) recheckKey(w http.ResponseWriter, r *http.Request, cred deviceC
 	s.keys.forget(*cred.keyHash)
 	w.Header().Del("Retry-After")
 	return errCredentialInvalid
+}
+
+// recheckDue says whether refusal of a cached key calls for its lookup:
+// always, except for a 429 when the key was confirmed less than
+// keyRecheckEvery ago.
+func (s *server) recheckDue(cred deviceCredential, refusal error) bool {
+	return furrow.ErrorCode(refusal) != furrow.ERATELIMITED || s.keys.recheckDue(*cred.keyHash, s.Clock.Now())
 }
 
 func (s *server) deviceByCert(ctx context.Context, cn string) (deviceCredential, error) {

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/furrowhq/furrow"
 )
@@ -36,6 +39,28 @@ func (e methodError) Error() string {
 }
 
 func errMethod(method string) error { return methodError{method} }
+
+// routeMethods are the methods a route may have, in the order a 405's
+// Allow header lists them.
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// allowedMethods returns, for the Allow header a 405 must carry (RFC 9110),
+// the methods the router serves on r's path.
+func allowedMethods(r *http.Request) string {
+	rctx := chi.RouteContext(r.Context())
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	var allowed []string
+	for _, m := range routeMethods {
+		if rctx.Routes.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return strings.Join(allowed, ", ")
+}
 
 // handlerFunc is a handler that returns its failure instead of writing it.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -71,6 +96,10 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", internalRetryAfter)
 		writeJSON(w, http.StatusInternalServerError, errorBody{furrow.EINTERNAL, internalReason})
 		return
+	}
+	var refusal rateRefusal
+	if errors.As(err, &refusal) && refusal.count != nil {
+		refusal.count()
 	}
 	writeJSON(w, status, errorBody{code, furrow.ErrorMessage(err)})
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/furrowhq/furrow"
 )
 
-// maxNameBytes bounds farm and device names.
-const maxNameBytes = 200
+// maxNameChars bounds farm and device names, in characters (Unicode code
+// points) as the OpenAPI document's maxLength counts them.
+const maxNameChars = 200
 
 // createFarm creates a farm owned by the caller: 201 {id,name}.
 func (s *server) createFarm(w http.ResponseWriter, r *http.Request) error {
@@ -54,7 +55,6 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// checkName trims a name and requires 1..maxNameBytes of valid UTF-8.
 // decodeName reads a body {name} and returns the checked name.
 func (s *server) decodeName(w http.ResponseWriter, r *http.Request) (string, error) {
 	var in struct {
@@ -66,13 +66,15 @@ func (s *server) decodeName(w http.ResponseWriter, r *http.Request) (string, err
 	return checkName(in.Name)
 }
 
+// checkName trims a name and requires 1..maxNameChars characters of valid
+// UTF-8.
 func checkName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
 		return "", furrow.Errorf(furrow.EINVALID, "The field name is required.")
-	case len(name) > maxNameBytes || !utf8.ValidString(name) || strings.ContainsRune(name, 0):
-		return "", furrow.Errorf(furrow.EINVALID, "The field name must be valid text of at most %d bytes.", maxNameBytes)
+	case utf8.RuneCountInString(name) > maxNameChars || !utf8.ValidString(name) || strings.ContainsRune(name, 0):
+		return "", furrow.Errorf(furrow.EINVALID, "The field name must be valid text of at most %d characters.", maxNameChars)
 	}
 	return name, nil
 }

@@ -2,54 +2,88 @@ package api
 
 import (
 	"sync"
+	"time"
 
 	"github.com/furrowhq/furrow"
 )
 
 // keyCacheSize bounds the cache: one entry per device that posts, about
-// 100 bytes each.
+// 150 bytes each.
 const keyCacheSize = 100_000
+
+// keyRecheckEvery is how often a cached key refused with 429 is looked up
+// again, to find it revoked.
+const keyRecheckEvery = time.Second
 
 // keyCache remembers the device of each bearer key seen, so that a reading
 // costs no lookup of its key. That is safe because the store checks the key
 // again in the transaction that stores the reading (see
 // furrow.ReadingService.CreateReading), and every other answer given to a
 // cached key is checked against the store first (recheckKey): a revoked key
-// gets 401 at once and is forgotten. Entries are keyed by the key's SHA-256,
-// which the caller has computed anyway for the rate-limit key.
+// gets 401 at once and is forgotten. A 429 is the exception: a device
+// looping over its limit would cost a lookup per request, so its key is
+// checked at most once per keyRecheckEvery, and a revoked key gets 401
+// within that. Entries are keyed by the key's SHA-256, which the caller has
+// computed anyway for the rate-limit key.
 type keyCache struct {
 	mu      sync.Mutex
-	devices map[furrow.SecretHash]furrow.Device
+	entries map[furrow.SecretHash]keyEntry
 	max     int
 }
 
+// keyEntry is a cached key's device and when the store last confirmed the
+// key.
+type keyEntry struct {
+	device    furrow.Device
+	confirmed time.Time
+}
+
 func newKeyCache(max int) *keyCache {
-	return &keyCache{devices: make(map[furrow.SecretHash]furrow.Device), max: max}
+	return &keyCache{entries: make(map[furrow.SecretHash]keyEntry), max: max}
 }
 
 func (c *keyCache) get(h furrow.SecretHash) (furrow.Device, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, ok := c.devices[h]
-	return d, ok
+	e, ok := c.entries[h]
+	return e.device, ok
 }
 
-// put remembers key's device. When the cache is full an arbitrary entry
-// makes room: its key costs one lookup the next time.
-func (c *keyCache) put(h furrow.SecretHash, d furrow.Device) {
+// put remembers key's device, confirmed by the store at now. When the
+// cache is full an arbitrary entry makes room: its key costs one lookup
+// the next time.
+func (c *keyCache) put(h furrow.SecretHash, d furrow.Device, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.devices[h]; !ok && len(c.devices) >= c.max {
-		for old := range c.devices {
-			delete(c.devices, old)
+	if _, ok := c.entries[h]; !ok && len(c.entries) >= c.max {
+		for old := range c.entries {
+			delete(c.entries, old)
 			break
 		}
 	}
-	c.devices[h] = d
+	c.entries[h] = keyEntry{device: d, confirmed: now}
+}
+
+// recheckDue reports whether key was last confirmed keyRecheckEvery or
+// more before now, and if so counts it as confirmed now: of concurrent
+// callers, one makes the lookup.
+func (c *keyCache) recheckDue(h furrow.SecretHash, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[h]
+	if !ok {
+		return true // forgotten meanwhile, maybe revoked: look it up
+	}
+	if now.Sub(e.confirmed) < keyRecheckEvery {
+		return false
+	}
+	e.confirmed = now
+	c.entries[h] = e
+	return true
 }
 
 func (c *keyCache) forget(h furrow.SecretHash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.devices, h)
+	delete(c.entries, h)
 }

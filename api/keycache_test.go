@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/api/ratelimit"
+	"github.com/furrowhq/furrow/telemetry"
 )
 
 // A key seen once is not looked up again; the store still checks it on
@@ -23,8 +26,9 @@ func TestCachedKeySkipsLookup(t *testing.T) {
 	}
 }
 
-// A revoked key is refused at once even though it is cached, with 401
-// whatever else is wrong with the request, and is then forgotten.
+// A revoked key is refused at once even though it is cached (over the
+// limit, once keyRecheckEvery has passed since the key was last confirmed),
+// with 401 whatever else is wrong with the request, and is then forgotten.
 func TestCachedKeyRevokedIsRefusedAtOnce(t *testing.T) {
 	cases := map[string]struct {
 		prepare func(h *harness)
@@ -38,6 +42,7 @@ func TestCachedKeyRevokedIsRefusedAtOnce(t *testing.T) {
 				for range 119 {
 					h.post(h.deviceKey, readingBody(h.device.ID.String(), "1", `"1"`))
 				}
+				h.clock.Advance(keyRecheckEvery) // a 429 rechecks only this often
 			},
 			body: func(h *harness) string { return readingBody(h.device.ID.String(), "1", `"1"`) },
 		},
@@ -87,10 +92,10 @@ func TestKeyCacheBounded(t *testing.T) {
 	c := newKeyCache(2)
 	sum := furrow.HashSecret
 	for _, k := range []string{"a", "b", "c"} {
-		c.put(sum(k), furrow.Device{Name: k})
+		c.put(sum(k), furrow.Device{Name: k}, time.Time{})
 	}
-	if len(c.devices) != 2 {
-		t.Fatalf("cache holds %d entries, want 2", len(c.devices))
+	if len(c.entries) != 2 {
+		t.Fatalf("cache holds %d entries, want 2", len(c.entries))
 	}
 	if d, ok := c.get(sum("c")); !ok || d.Name != "c" {
 		t.Fatalf("the newest entry is missing")
@@ -99,4 +104,85 @@ func TestKeyCacheBounded(t *testing.T) {
 	if _, ok := c.get(sum("c")); ok {
 		t.Fatalf("forget kept the entry")
 	}
+}
+
+// A device looping over its rate limit costs a lookup of its cached key
+// at most once per keyRecheckEvery, not one per 429; once the key is
+// revoked, its 429s turn into 401 within keyRecheckEvery.
+func TestRateLimitedCachedKeyRechecksBounded(t *testing.T) {
+	h := newHarness(t)
+	body := readingBody(h.device.ID.String(), "1", `"1"`)
+	const posts, every = 200, 10 * time.Millisecond // 2 s of a firmware loop
+	refused := 0
+	for range posts {
+		if h.post(h.deviceKey, body).Status == http.StatusTooManyRequests {
+			refused++
+		}
+		h.clock.Advance(every)
+	}
+	if refused != posts-furrow.RateLimit {
+		t.Fatalf("%d of %d posts refused, want %d", refused, posts, posts-furrow.RateLimit)
+	}
+	// The first lookup, and one per keyRecheckEvery of 429s at most.
+	if n, most := h.calls.Count("DeviceByKey"), 1+int(posts*every/keyRecheckEvery); n > most {
+		t.Fatalf("DeviceByKey called %d times for %d refusals, want at most %d", n, refused, most)
+	}
+	if _, err := h.store.RotateDeviceKey(context.Background(), h.farm, h.device.ID); err != nil {
+		t.Fatal(err)
+	}
+	revoked := h.clock.Now()
+	for {
+		r := h.post(h.deviceKey, body)
+		if r.Status == http.StatusUnauthorized {
+			break
+		}
+		if r.Status != http.StatusTooManyRequests {
+			t.Fatalf("a revoked key over the limit got %d, want 429 then 401", r.Status)
+		}
+		if h.clock.Now().Sub(revoked) > keyRecheckEvery {
+			t.Fatalf("a revoked key still gets 429 %s after its revocation", h.clock.Now().Sub(revoked))
+		}
+		h.clock.Advance(every)
+	}
+}
+
+// furrow_ratelimit_rejected_total counts the requests answered 429: not a
+// refusal answered 401 because the cached key was found revoked.
+func TestRateLimitedCountedOnlyWhenAnswered429(t *testing.T) {
+	h := newHarness(t)
+	m := telemetry.New()
+	h.deps.Limiter = m.Limiter(ratelimit.NewMemory(furrow.RateLimit, furrow.RateWindow, h.clock))
+	h.rebuild()
+	body := readingBody(h.device.ID.String(), "1", `"1"`)
+	for range furrow.RateLimit {
+		h.post(h.deviceKey, body)
+	}
+	expectError(t, h.post(h.deviceKey, body), http.StatusTooManyRequests, furrow.ERATELIMITED, "")
+	if n := rejectedTotal(t, m); n != 1 {
+		t.Fatalf("furrow_ratelimit_rejected_total = %v after one 429, want 1", n)
+	}
+	if _, err := h.store.RotateDeviceKey(context.Background(), h.farm, h.device.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(keyRecheckEvery)
+	expectError(t, h.post(h.deviceKey, body), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
+	if n := rejectedTotal(t, m); n != 1 {
+		t.Fatalf("furrow_ratelimit_rejected_total = %v after a 429 and a 401, want 1", n)
+	}
+}
+
+// rejectedTotal reads furrow_ratelimit_rejected_total from m.
+func rejectedTotal(t *testing.T, m *telemetry.Metrics) float64 {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "furrow_ratelimit_rejected_total" {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("furrow_ratelimit_rejected_total is not registered")
+	return 0
 }

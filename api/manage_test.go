@@ -129,6 +129,20 @@ func TestCreateFarm(t *testing.T) {
 	expectError(t, h.user(h.owner, "POST", "/api/farms", big), http.StatusRequestEntityTooLarge, furrow.ETOOLARGE, "at most")
 }
 
+// A name is bounded in characters, as the document's maxLength counts
+// them, not in bytes: 200 two-byte characters are a name, 201 are not.
+func TestNameBoundInCharacters(t *testing.T) {
+	h := newHarness(t)
+	name := func(n int) string { return `{"name":"` + strings.Repeat("é", n) + `"}` }
+	for _, n := range []int{101, maxNameChars} {
+		if r := h.user(h.owner, "POST", "/api/farms", name(n)); r.Status != http.StatusCreated {
+			t.Fatalf("a name of %d characters (%d bytes): %d %s", n, 2*n, r.Status, r.Body)
+		}
+	}
+	expectError(t, h.user(h.owner, "POST", "/api/farms", name(maxNameChars+1)), http.StatusBadRequest, furrow.EINVALID,
+		fmt.Sprintf("at most %d characters", maxNameChars))
+}
+
 func TestAddMember(t *testing.T) {
 	h := newHarness(t)
 	newcomer, _, _ := h.store.CreateUser(context.Background(), "new@example.com")

@@ -298,80 +298,18 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	expectError(t, h.do(req{method: "GET", path: "/api/metric-values"}), http.StatusMethodNotAllowed, furrow.EINVALID, "not allowed")
 }
 
-// A reading retried with the same Idempotency-Key answers the original row
-// and is neither stored, published nor dispatched again; another body
-// under the key is a conflict; a malformed key is a bad request.
-func TestMetricValueIdempotencyKey(t *testing.T) {
+// A 405 lists the methods of its path in Allow (RFC 9110, 15.5.6).
+func TestMethodNotAllowedListsAllow(t *testing.T) {
 	h := newHarness(t)
-	h.subscribeAll()
-	body := readingBody(h.device.ID.String(), "220", "21.5")
-	post := func(key, body string) response {
-		return h.do(req{method: "POST", path: "/api/metric-values", body: body, header: map[string]string{
-			"Authorization": "Bearer " + h.deviceKey, "Content-Type": "application/json", "Idempotency-Key": key}})
-	}
-	first := post("reading-0001", body)
-	if first.Status != http.StatusCreated {
-		t.Fatalf("status = %d, body %s", first.Status, first.Body)
-	}
-	h.clock.Advance(time.Minute)
-	again := post("reading-0001", body)
-	if again.Status != http.StatusCreated || again.Body != first.Body {
-		t.Fatalf("retry answered %d %s, want the original 201 %s", again.Status, again.Body, first.Body)
-	}
-	if len(h.readings()) != 1 || len(h.engine.published) != 1 || h.engine.wakes != 1 {
-		t.Fatalf("after the retry: %d stored, %d published, %d wakes; want 1 each",
-			len(h.readings()), len(h.engine.published), h.engine.wakes)
-	}
-	expectError(t, post("reading-0001", readingBody(h.device.ID.String(), "220", "22")), http.StatusConflict, furrow.ECONFLICT, "")
-	for _, bad := range []string{strings.Repeat("k", 256), "tab\there", "é"} {
-		expectError(t, post(bad, body), http.StatusBadRequest, furrow.EINVALID, "Idempotency-Key")
-	}
-	if len(h.readings()) != 1 {
-		t.Fatalf("%d readings stored, want 1", len(h.readings()))
-	}
-	// Once the key is revoked, its retries are refused like any request of
-	// it, not answered from the idempotency key.
-	if _, err := h.store.RotateDeviceKey(context.Background(), h.farm, h.device.ID); err != nil {
-		t.Fatal(err)
-	}
-	expectError(t, post("reading-0001", body), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
-}
-
-// A request that runs out of its deadline, as when PostgreSQL is silent,
-// answers 500 internal_error with retry-after at the deadline.
-func TestRequestDeadlineAnswers500WithRetryAfter(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.RequestTimeout = 50 * time.Millisecond
-	h.deps.Readings = stallingReadings{h.store}
-	h.rebuild()
-	r := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", "1"))
-	expectError(t, r, http.StatusInternalServerError, furrow.EINTERNAL, "")
-	if r.Header.Get("Retry-After") == "" {
-		t.Fatal("500 without retry-after")
-	}
-}
-
-// stallingReadings waits for the request's deadline, as a store does whose
-// database has gone silent.
-type stallingReadings struct{ furrow.ReadingService }
-
-func (stallingReadings) CreateReading(ctx context.Context, _ furrow.Reading, _ *furrow.SecretHash) (furrow.Reading, furrow.OutboxEvent, error) {
-	<-ctx.Done()
-	return furrow.Reading{}, furrow.OutboxEvent{}, ctx.Err()
-}
-
-func TestEveryAnswerHasItsOwnVersion4RequestID(t *testing.T) {
-	h := newHarness(t)
-	seen := map[string]bool{}
-	for range 3 {
-		id := h.post(h.deviceKey, readingBody(h.device.ID.String(), "220", "1")).Header.Get("X-Request-Id")
-		u, err := uuid.Parse(id)
-		if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != id {
-			t.Fatalf("X-Request-Id %q is not a canonical version-4 UUID (%v)", id, err)
+	for _, tc := range []struct{ method, path, want string }{
+		{"GET", "/api/metric-values", "POST"},
+		{"PUT", h.farmPath("/devices"), "GET, POST"},
+		{"PUT", h.farmPath("/webhooks/" + uuid.NewString()), "GET, PATCH, DELETE"},
+	} {
+		r := h.user(h.owner, tc.method, tc.path, "")
+		expectError(t, r, http.StatusMethodNotAllowed, furrow.EINVALID, "not allowed")
+		if got := r.Header.Values("Allow"); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s %s: Allow = %q, want %q", tc.method, tc.path, got, tc.want)
 		}
-		if seen[id] {
-			t.Fatalf("X-Request-Id %q given twice", id)
-		}
-		seen[id] = true
 	}
 }

@@ -53,9 +53,10 @@ func newRequestID() string {
 }
 
 // logRequests logs method, path, status and duration of every request,
-// and "aborted" for one whose handler cut the connection after its status
-// was sent (http.ErrAbortHandler). It never logs headers or the query,
-// where credentials could travel.
+// and "aborted" for one whose handler cut the connection
+// (http.ErrAbortHandler), with status 0 when it was cut before its status
+// was sent (a body that stopped coming). It never logs headers or the
+// query, where credentials could travel.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.Clock.Now()
@@ -63,7 +64,7 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		aborted := true // until the handler returns
 		defer func() {
 			status := ww.Status()
-			if status == 0 {
+			if status == 0 && !aborted {
 				status = http.StatusOK
 			}
 			// LogAttrs: the same record as InfoContext, without boxing each value.
@@ -110,18 +111,56 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 const livePath = "/api/live"
 
 // deadline gives each request's context the configured deadline, so that
-// a silent PostgreSQL or Redis ends in an answer instead of a wait.
+// a silent PostgreSQL or Redis ends in an answer instead of a wait. Reading
+// a body starts it again (readBody), so that the time a slow client takes
+// to send one, bounded by the server's read timeout, is not taken from
+// the work.
 func (s *server) deadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), undeadlinedKey{}, r.Context()), s.cfg.RequestTimeout)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		d := &requestDeadline{base: r.Context(), timeout: s.cfg.RequestTimeout}
+		defer d.stop()
+		next.ServeHTTP(w, r.WithContext(d.start(context.WithValue(r.Context(), deadlineKey{}, d))))
 	})
 }
 
-// undeadlinedKey keys the request's context as it was before deadline
-// gave it the request's deadline: ended when the client goes, not by time.
-type undeadlinedKey struct{}
+// deadlineKey keys the request's *requestDeadline.
+type deadlineKey struct{}
+
+// requestDeadline is the deadline that deadline gave a request.
+type requestDeadline struct {
+	// base is the request's context as it was before its deadline: ended
+	// when the client goes, not by time.
+	base    context.Context
+	timeout time.Duration
+	cancel  func() // ends the current deadline
+}
+
+// start returns a context with ctx's values (the request id, the user,
+// the farm) under a fresh deadline of d.timeout that also ends when the
+// client goes. The previous deadline ends.
+func (d *requestDeadline) start(ctx context.Context) context.Context {
+	d.stop()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.timeout)
+	unwatch := context.AfterFunc(d.base, cancel)
+	d.cancel = func() { unwatch(); cancel() }
+	return ctx
+}
+
+// stop ends the current deadline, if any.
+func (d *requestDeadline) stop() {
+	if d.cancel != nil {
+		d.cancel()
+	}
+}
+
+// restartDeadline gives what is left of r's handling the whole request
+// deadline again. It changes r in place, so that a handler goes on with
+// the new context without being handed it.
+func restartDeadline(r *http.Request) {
+	if d, ok := r.Context().Value(deadlineKey{}).(*requestDeadline); ok {
+		*r = *r.WithContext(d.start(r.Context()))
+	}
+}
 
 // stepContext returns a context for one step of a response written in
 // steps (a page read of the whole devices list): the request's deadline
@@ -129,9 +168,9 @@ type undeadlinedKey struct{}
 // progress rather than by one deadline for the whole; it still ends when
 // the client goes.
 func (s *server) stepContext(r *http.Request) (context.Context, context.CancelFunc) {
-	base, ok := r.Context().Value(undeadlinedKey{}).(context.Context)
-	if !ok {
-		base = r.Context()
+	base := r.Context()
+	if d, ok := base.Value(deadlineKey{}).(*requestDeadline); ok {
+		base = d.base
 	}
 	return context.WithTimeout(base, s.cfg.RequestTimeout)
 }

@@ -186,8 +186,8 @@ func TestOpenAPINumbers(t *testing.T) {
 	if l := doc.Components.Parameters.Limit.Schema; l.Maximum != furrow.MaxListLimit || l.Default != furrow.DefaultListLimit {
 		t.Errorf("limit parameter = %+v, want maximum %d default %d", l, furrow.MaxListLimit, furrow.DefaultListLimit)
 	}
-	if n := doc.Components.Schemas.Name.Properties.Name.MaxLength; n != maxNameBytes {
-		t.Errorf("name maxLength = %d, want %d", n, maxNameBytes)
+	if n := doc.Components.Schemas.Name.Properties.Name.MaxLength; n != maxNameChars {
+		t.Errorf("name maxLength = %d, want %d", n, maxNameChars)
 	}
 }
 
@@ -255,4 +255,44 @@ func TestOpenAPIWebhookNumbers(t *testing.T) {
 	if !strings.Contains(desc, fmt.Sprintf("more than %d such events", furrow.MaxRedeliverSince)) {
 		t.Errorf("the redeliver description does not state the bound of %d events: %q", furrow.MaxRedeliverSince, desc)
 	}
+}
+
+// TestOpenAPIValueBoundInBytes: a string value is bounded in bytes
+// (furrow.MaxValueBytes), which JSON Schema's maxLength, counting
+// characters, cannot say; the document states the bound in words and
+// never promises more characters than the code takes.
+func TestOpenAPIValueBoundInBytes(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				ReadingIn struct {
+					Properties struct {
+						Value struct {
+							OneOf []struct {
+								Type        string `json:"type"`
+								MaxLength   *int   `json:"maxLength"`
+								Description string `json:"description"`
+							} `json:"oneOf"`
+						} `json:"value"`
+					} `json:"properties"`
+				} `json:"ReadingIn"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, branch := range doc.Components.Schemas.ReadingIn.Properties.Value.OneOf {
+		if branch.Type != "string" {
+			continue
+		}
+		if branch.MaxLength != nil {
+			t.Errorf("the string value has maxLength %d, counted in characters; the code counts %d bytes", *branch.MaxLength, furrow.MaxValueBytes)
+		}
+		if !strings.Contains(branch.Description, fmt.Sprintf("At most %d bytes", furrow.MaxValueBytes)) {
+			t.Errorf("the string value's description does not state the bound of %d bytes: %q", furrow.MaxValueBytes, branch.Description)
+		}
+		return
+	}
+	t.Fatal("ReadingIn.value has no string branch")
 }

@@ -1,12 +1,15 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/furrowhq/furrow"
@@ -91,9 +94,10 @@ func (s *server) rateLimit(w http.ResponseWriter, r *http.Request, key string) e
 }
 
 // limit counts the request for key with l, setting retry-after and
-// answering reason when it is over the limit.
+// answering reason when it is over the limit. The refusal is a
+// rateRefusal, counted in the metrics only if it is answered 429.
 func limit(w http.ResponseWriter, r *http.Request, l furrow.RateLimiter, key, reason string) error {
-	d, err := l.Allow(r.Context(), key)
+	d, count, err := allow(r.Context(), l, key)
 	if err != nil {
 		return err
 	}
@@ -101,25 +105,73 @@ func limit(w http.ResponseWriter, r *http.Request, l furrow.RateLimiter, key, re
 		return nil
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(d.RetryAfter)))
-	return furrow.Errorf(furrow.ERATELIMITED, "%s", reason)
+	return rateRefusal{furrow.Errorf(furrow.ERATELIMITED, "%s", reason), count}
 }
+
+// answerCounted is a limiter that counts its refusals as requests
+// answered 429 (telemetry's counting limiter) and can leave that count to
+// its caller: AllowUncounted returns, with a refusal, the function that
+// counts it.
+type answerCounted interface {
+	AllowUncounted(ctx context.Context, key string) (furrow.RateDecision, func(), error)
+}
+
+// allow asks l about key; with a refusal it returns the function that
+// counts it, nil when l does not count.
+func allow(ctx context.Context, l furrow.RateLimiter, key string) (furrow.RateDecision, func(), error) {
+	if c, ok := l.(answerCounted); ok {
+		return c.AllowUncounted(ctx, key)
+	}
+	d, err := l.Allow(ctx, key)
+	return d, nil, err
+}
+
+// rateRefusal is a rate limiter's refusal. fail calls count when it
+// answers it 429; a refusal answered otherwise (401 for a cached key found
+// revoked) is not counted.
+type rateRefusal struct {
+	err   *furrow.Error
+	count func()
+}
+
+func (e rateRefusal) Error() string { return e.err.Error() }
+
+func (e rateRefusal) Unwrap() error { return e.err }
 
 // retryAfterSeconds rounds up to whole seconds, at least one.
 func retryAfterSeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
-// readBody reads the whole body up to MaxBodyBytes; larger is ETOOLARGE.
+// readBody reads the whole body up to MaxBodyBytes; larger is ETOOLARGE,
+// unreadable EINVALID. The request's deadline then starts again
+// (restartDeadline): a body sent slowly costs the server's read timeout,
+// not the time the request's work has. A body that stops coming (the read
+// timeout passed, the client went away) ends the request without an
+// answer, as a dropped connection, which a device retries; a 400 would
+// tell it to drop the reading.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	restartDeadline(r)
 	var tooLarge *http.MaxBytesError
 	switch {
+	case err == nil:
+		return b, nil
 	case errors.As(err, &tooLarge):
 		return nil, furrow.Errorf(furrow.ETOOLARGE, "The body must be at most %d bytes.", s.cfg.MaxBodyBytes)
-	case err != nil:
-		return nil, furrow.Errorf(furrow.EINVALID, "The body could not be read.")
+	case bodyCut(err):
+		panic(http.ErrAbortHandler)
 	}
-	return b, nil
+	return nil, furrow.Errorf(furrow.EINVALID, "The body could not be read.")
+}
+
+// bodyCut reports whether a body read failed because the body stopped
+// coming, by the read deadline or by the connection's end, rather than
+// because it was malformed.
+func bodyCut(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout() ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }
 
 // listReadings is the polling API: the farm's readings newest first,

@@ -113,7 +113,11 @@ func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
 }
 
-// Limiter returns l counting its rejections as furrow_ratelimit_rejected_total.
+// Limiter returns l counting its rejections as
+// furrow_ratelimit_rejected_total, the requests answered 429. A caller that
+// may answer a rejection otherwise (the API answers 401 when the refused
+// device key turns out revoked) calls AllowUncounted instead of Allow and
+// counts the rejections it answers 429.
 func (m *Metrics) Limiter(l furrow.RateLimiter) furrow.RateLimiter {
 	if m == nil {
 		return l
@@ -126,10 +130,21 @@ type countingLimiter struct {
 	m *Metrics
 }
 
+// Allow asks the limiter and counts a rejection.
 func (c countingLimiter) Allow(ctx context.Context, key string) (furrow.RateDecision, error) {
-	d, err := c.RateLimiter.Allow(ctx, key)
-	if err == nil && !d.Allowed {
-		c.m.RateLimited()
+	d, count, err := c.AllowUncounted(ctx, key)
+	if count != nil {
+		count()
 	}
 	return d, err
+}
+
+// AllowUncounted asks the limiter and returns, with a rejection, the
+// function that counts it, to be called once the request is answered 429.
+func (c countingLimiter) AllowUncounted(ctx context.Context, key string) (furrow.RateDecision, func(), error) {
+	d, err := c.RateLimiter.Allow(ctx, key)
+	if err != nil || d.Allowed {
+		return d, nil, err
+	}
+	return d, c.m.RateLimited, nil
 }
