@@ -11,7 +11,8 @@ import (
 // 1e100000 becomes a hundred thousand digits in every delivery and every
 // read: data whose numbers written out in full would more than double its
 // size is refused, which keeps what is stored in proportion to what was
-// sent.
+// sent. So is a number past PostgreSQL's numeric limits
+// (MaxNumericWholeDigits, MaxNumericFractionDigits), whatever the size.
 func CheckEventData(data []byte) error {
 	growth := 0
 	for i := 0; i < len(data); {
@@ -24,7 +25,11 @@ func CheckEventData(data []byte) error {
 			i = end
 		case c == '-' || c >= '0' && c <= '9':
 			end := numberEnd(data, i)
-			growth += max(0, writtenDigits(data[i:end])-(end-i))
+			whole, frac := writtenDigits(data[i:end])
+			if whole > MaxNumericWholeDigits || frac > MaxNumericFractionDigits {
+				return Errorf(EINVALID, "The field data holds a number that written out in full has more than %d digits before the decimal point or %d after it, which PostgreSQL cannot store; send such numbers as strings.", MaxNumericWholeDigits, MaxNumericFractionDigits)
+			}
+			growth += max(0, whole+frac-(end-i))
 			i = end
 		default:
 			i++
@@ -94,9 +99,23 @@ func numberEnd(data []byte, i int) int {
 	return i
 }
 
-// writtenDigits is how many digits the JSON number num has written out in
-// full, without an exponent: 1.5e3 has 4 (1500), 1e-3 has 4 (0.001).
-func writtenDigits(num []byte) int {
+// PostgreSQL's numeric limits, which jsonb's numbers have: a number that
+// written out in full has more digits than these before or after the
+// decimal point fails the cast to jsonb (SQLSTATE 22003).
+const (
+	// MaxNumericWholeDigits bounds the digits before the decimal point,
+	// leading zeros aside.
+	MaxNumericWholeDigits = 131_072
+	// MaxNumericFractionDigits bounds the digits after the decimal point,
+	// trailing zeros included (PostgreSQL keeps them).
+	MaxNumericFractionDigits = 16_383
+)
+
+// writtenDigits is how many digits the JSON number num has before and
+// after the decimal point written out in full, without an exponent, as
+// PostgreSQL writes it: 1.5e3 has 4 and 0 (1500), 1e-3 has 1 and 3
+// (0.001), 0.05e3 has 2 and 0 (50).
+func writtenDigits(num []byte) (whole, frac int) {
 	mantissa, exp := num, 0
 	for j, c := range num {
 		if c == 'e' || c == 'E' {
@@ -113,20 +132,30 @@ func writtenDigits(num []byte) int {
 			break
 		}
 	}
-	whole, frac := 0, 0
-	seenPoint := false
+	seenPoint, significant, leadingZeros := false, false, 0
 	for _, c := range mantissa {
 		switch {
 		case c == '.':
 			seenPoint = true
+			continue
 		case c < '0' || c > '9':
+			continue
 		case seenPoint:
 			frac++
 		default:
 			whole++
 		}
+		// PostgreSQL drops the zeros before the first significant digit.
+		significant = significant || c != '0'
+		if !significant {
+			leadingZeros++
+		}
 	}
-	// Clamped so that a huge exponent cannot overflow the sum.
+	// Clamped so that a huge exponent cannot overflow the sums.
 	exp = max(-1<<30, min(exp, 1<<30))
-	return max(whole+exp, 1) + max(frac-exp, 0)
+	frac = max(frac-exp, 0)
+	if !significant {
+		return 1, frac // zero: 0e-3 is 0.000
+	}
+	return max(whole-leadingZeros+exp, 1), frac
 }

@@ -100,24 +100,28 @@ type ReadingFilter struct {
 	Before   *Cursor
 	Limit    int
 	// ScanRows bounds the readings of the farm a page filtered by a metric
-	// alone reads (ScanLimit); 0 is MaxScanRows.
+	// alone or a device alone reads (ScanLimit); 0 is MaxScanRows.
 	ScanRows int
 }
 
 // MaxScanRows is how many of a farm's readings, newest first, a page
-// filtered by a metric and no device reads at most: no index orders a
-// farm's readings of one metric, so such a page reads the farm's and
-// keeps the metric's, and a rare metric would otherwise have it read
-// every reading the farm ever stored. A page that finds fewer than its
-// limit among them ends early with the cursor of the last one read.
+// filtered by a metric alone or by a device alone reads at most. The
+// readings' indexes are (farm, time) and (device, metric, time): none
+// orders a farm's readings of one metric, or a device's of every metric,
+// by time, so such a page reads the farm's and keeps the matching ones,
+// and a rare metric or a device long silent would otherwise have it read
+// every reading the farm ever stored. (An index of (device, time) would
+// order the latter, at a cost to every reading stored.) A page that finds
+// fewer than its limit among them ends early with the cursor of the last
+// one read.
 const MaxScanRows = 20_000
 
 // ScanLimit is how many of the farm's readings a page of f reads at most,
-// and 0 when f's index gives its readings in order (no filter, a device,
-// or a device and a metric), so that the page reads only what it returns.
+// and 0 when an index gives f's readings in order (no filter, or a device
+// and a metric), so that the page reads only what it returns.
 func (f ReadingFilter) ScanLimit() int {
 	switch {
-	case f.MetricID == nil || f.DeviceID != nil:
+	case (f.MetricID == nil) == (f.DeviceID == nil):
 		return 0
 	case f.ScanRows > 0:
 		return f.ScanRows

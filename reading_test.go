@@ -34,3 +34,24 @@ func TestReadingValidate(t *testing.T) {
 		t.Fatalf("a value of exactly %d bytes: %v", furrow.MaxValueBytes, err)
 	}
 }
+
+// The filters whose readings no index gives in time order, a metric alone
+// or a device alone, read a bounded part of the farm's.
+func TestReadingFilterScanLimit(t *testing.T) {
+	device, metric := uuid.New(), int32(7)
+	for _, c := range []struct {
+		f    furrow.ReadingFilter
+		want int
+	}{
+		{furrow.ReadingFilter{}, 0},
+		{furrow.ReadingFilter{DeviceID: &device, MetricID: &metric}, 0},
+		{furrow.ReadingFilter{MetricID: &metric}, furrow.MaxScanRows},
+		{furrow.ReadingFilter{DeviceID: &device}, furrow.MaxScanRows},
+		{furrow.ReadingFilter{DeviceID: &device, ScanRows: 5}, 5},
+		{furrow.ReadingFilter{DeviceID: &device, MetricID: &metric, ScanRows: 5}, 0},
+	} {
+		if got := c.f.ScanLimit(); got != c.want {
+			t.Errorf("ScanLimit of device %v metric %v scan %d = %d, want %d", c.f.DeviceID != nil, c.f.MetricID != nil, c.f.ScanRows, got, c.want)
+		}
+	}
+}

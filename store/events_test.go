@@ -247,7 +247,8 @@ func TestEventDataAsPostgreSQLStoresIt(t *testing.T) {
 		err := conn.QueryRow(ctx, "SELECT octet_length($1::text::jsonb::text)", data).Scan(&n)
 		return n, err
 	}
-	for _, data := range []string{`{"a":"\u0000"}`, `{"a":"\ud800"}`, `{"a":"\udc00x"}`, `{"a":1e400}`, `{"a":[1e-400]}`} {
+	for _, data := range []string{`{"a":"\u0000"}`, `{"a":"\ud800"}`, `{"a":"\udc00x"}`, `{"a":1e400}`, `{"a":[1e-400]}`,
+		`{"a":0.` + strings.Repeat("0", 16383) + `1}`, `{"a":1e-16384,"pad":"` + strings.Repeat("x", 17000) + `"}`} {
 		n, pgErr := rendered(data)
 		if pgErr == nil && n < 10*len(data) {
 			t.Errorf("PostgreSQL stores %s as %d bytes: the case does not show what it should", data, n)
@@ -255,7 +256,8 @@ func TestEventDataAsPostgreSQLStoresIt(t *testing.T) {
 		_, err := db.CreateEvent(ctx, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, Data: json.RawMessage(data)})
 		wantCode(t, err, furrow.EINVALID)
 	}
-	for _, data := range []string{`{"a":"C:\\u0000","b":"\ud83d\ude00"}`, `{"a":1.5e3,"b":1E-3,"c":[1,2,3]}`} {
+	for _, data := range []string{`{"a":"C:\\u0000","b":"\ud83d\ude00"}`, `{"a":1.5e3,"b":1E-3,"c":[1,2,3]}`,
+		`{"a":0.` + strings.Repeat("0", 16382) + `1}`} {
 		e, err := db.CreateEvent(ctx, furrow.Event{ID: furrow.NewEventID(), Type: furrow.EventTriggerFired, FarmID: fx.farm.ID, Data: json.RawMessage(data)})
 		if err != nil {
 			t.Fatalf("CreateEvent(%s): %v", data, err)

@@ -15,9 +15,10 @@ import (
 // optional device, metric and since (inclusive) filters. Before continues
 // from a cursor returned earlier, so pages stay stable while readings
 // arrive. Limit defaults to 100 and is capped at 1000. A page filtered by
-// a metric alone reads at most f.ScanLimit() of the farm's readings and,
-// when it found fewer than its limit there, ends with the cursor of the
-// last it read. The cursor returned is nil when no reading is left.
+// a metric alone or a device alone reads at most f.ScanLimit() of the
+// farm's readings and, when it found fewer than its limit there, ends with
+// the cursor of the last it read. The cursor returned is nil when no
+// reading is left.
 func (db *DB) Readings(ctx context.Context, f furrow.ReadingFilter) ([]furrow.Reading, *furrow.Cursor, error) {
 	edge, err := db.readingsEdge(ctx, f)
 	if err != nil {

@@ -113,6 +113,43 @@ func ReadingService(t *testing.T, newSubject New) {
 				e.t.Fatalf("device and metric: %d readings, next %v; want 2 and nil", len(rs), next)
 			}
 		},
+		"DeviceAloneReadsABoundedScan": func(e *env) {
+			quiet, key := e.device("probe-1")
+			busy, _, err := e.Devices.CreateDevice(e.ctx, quiet.FarmID, "probe-2")
+			e.must(err)
+			var old []furrow.Reading // quiet's, of two metrics, newest first
+			for i := range 10 {
+				r, _ := e.reading(quiet, key, int32(i%2+1), "old")
+				old = append([]furrow.Reading{r}, old...)
+			}
+			for range 12 {
+				e.reading(busy, "", 1, "new")
+			}
+			// 22 readings, newest first: busy's 12, then quiet's 10. Pages
+			// of quiet's read 5 of them at most.
+			f := furrow.ReadingFilter{FarmID: quiet.FarmID, DeviceID: &quiet.ID, Limit: 4, ScanRows: 5}
+			var counts []int
+			var got []furrow.Reading
+			for page := 0; ; page++ {
+				rs, next, err := e.Readings.Readings(e.ctx, f)
+				e.must(err)
+				counts, got = append(counts, len(rs)), append(got, rs...)
+				if next == nil || page > 10 {
+					break
+				}
+				f.Before = next
+			}
+			// Reads 5 (none of quiet's), 5 (none), 5 (3), 5 (a full page of
+			// 4), then the 3 left, fewer than the bound: no cursor.
+			if !slices.Equal(counts, []int{0, 0, 3, 4, 3}) || len(got) != len(old) {
+				e.t.Fatalf("pages of %v readings, want 0, 0, 3, 4 and 3", counts)
+			}
+			for i, r := range got {
+				if r.Timestamp != old[i].Timestamp || r.DeviceID != quiet.ID {
+					e.t.Fatalf("reading %d = %+v, want %+v: the quiet device's, newest first", i, r, old[i])
+				}
+			}
+		},
 		"UnknownDeviceIsNotFound": func(e *env) {
 			f, _ := e.farm()
 			_, _, err := e.Readings.CreateReading(e.ctx, furrow.Reading{FarmID: f.ID, DeviceID: uuid.New(), MetricID: 1, Value: "1"}, nil)
