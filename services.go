@@ -160,9 +160,27 @@ type WebhookService interface {
 	// nothing is stored: written is false, so a retried write stores one
 	// event. Only the per-webhook workflow calls it.
 	TransitionWebhook(ctx context.Context, t WebhookTransition) (ev OutboxEvent, written bool, err error)
+	// SetWebhookStateUnlessDelivered is SetWebhookState for a change made
+	// by a failed chain that ended at failedAtMs: it writes nothing and
+	// returns superseded when DeliveredAfter(failedAtMs) holds. The check
+	// and the write are one transaction that locks the webhook first, so
+	// that a delivery added meanwhile by AddDeliveredAttempt either is
+	// seen by the check or reads the count written. failedAtMs 0 checks
+	// nothing.
+	SetWebhookStateUnlessDelivered(ctx context.Context, id uuid.UUID, enabled bool, failures int, failedAtMs int64) (superseded bool, err error)
+	// TransitionWebhookUnlessDelivered is TransitionWebhook guarded as
+	// SetWebhookStateUnlessDelivered is; a transition written already
+	// (StateSeq t.Seq or more) is not superseded but not written again.
+	TransitionWebhookUnlessDelivered(ctx context.Context, t WebhookTransition, failedAtMs int64) (ev OutboxEvent, written, superseded bool, err error)
 	// AddAttempt appends a row to the delivery log. A row with the
 	// DeliveryID, WebhookID and AtMs of one already there is ECONFLICT.
 	AddAttempt(ctx context.Context, a Attempt) error
+	// AddDeliveredAttempt is AddAttempt that, for a row answered 2xx,
+	// returns the webhook's ConsecutiveFailures as it is once the row is
+	// in (0 for another row, or when the webhook is gone): a state write
+	// of SetWebhookStateUnlessDelivered or TransitionWebhookUnlessDelivered
+	// under way is waited for, and what it wrote returned.
+	AddDeliveredAttempt(ctx context.Context, a Attempt) (failures int, err error)
 	// Attempts lists a webhook's attempts, newest first, and the cursor of
 	// the next page (nil when none is left).
 	Attempts(ctx context.Context, f AttemptFilter) ([]Attempt, *Cursor, error)
@@ -181,9 +199,10 @@ type WebhookService interface {
 	// error: its Found flag is false. A malformed event id is EINVALID.
 	AttemptParts(ctx context.Context, webhookID uuid.UUID, eventID string, test bool) (AttemptParts, error)
 	// DeliveredAfter reports whether an attempt of the webhook that began
-	// after afterMs was answered 2xx, from the first entry of an index
-	// range: a failed chain that ended at afterMs is then not the latest
-	// outcome of its webhook, whatever order their reports come in.
+	// after afterMs was answered 2xx, test deliveries (AddTestEvent)
+	// excepted, from the first entries of an index range: a failed chain
+	// that ended at afterMs is then not the latest outcome of its webhook,
+	// whatever order their reports come in.
 	DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error)
 	// AttemptHealth summarizes the attempt log of each webhook, in the
 	// order given, in one query: its attempts that sent something, over

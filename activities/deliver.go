@@ -54,7 +54,9 @@ type DeliverResult struct {
 	Skipped bool
 	// SkipReason says why, when Skipped.
 	SkipReason string `json:",omitempty"`
-	// Failures is the webhook's failure counter read by the attempt.
+	// Failures is the webhook's failure counter read by the attempt: the
+	// greater of the count loaded before the POST and, for a 2xx, the
+	// count when its row was written (see Deliver).
 	Failures int
 	// Throttled says the attempt sent nothing and wrote no row: the slot
 	// it took of the webhook's Rate (attempts a second) comes after Wait.
@@ -99,7 +101,13 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	row.StatusCode, row.ResponseBody, row.Error = sent.status, sent.body, sent.errText
 	row.SignedWith = sent.signedWith
 	row.DurationMs, row.AtMs = sent.duration.Milliseconds(), furrow.Millis(sent.at)
-	a.record(ctx, row)
+	// A failed chain may have been counted while the POST waited for its
+	// answer, by a write that found no row of this delivery: the count read
+	// as the row goes in is taken too, so that the delivered chain is
+	// reported. The store orders that write and this row: either the write
+	// sees the row and counts nothing, or the row reads the count
+	// (furrow.WebhookService.SetWebhookStateUnlessDelivered).
+	res.Failures = max(res.Failures, a.record(ctx, row))
 	a.logger().InfoContext(ctx, "delivery attempt", "webhook_id", in.WebhookID, "event_id", in.EventID,
 		"attempt", attempt, "status", sent.status, "error", sent.errText, "duration_ms", row.DurationMs)
 	res.StatusCode = sent.status
@@ -196,13 +204,23 @@ func (a *Activities) client() *http.Client {
 	return &c
 }
 
-// record writes the attempt row. A failed write is logged, not returned:
-// failing the attempt would send the event again for a bookkeeping error.
-func (a *Activities) record(ctx context.Context, row furrow.Attempt) {
-	if err := a.Webhooks.AddAttempt(ctx, row); err != nil {
+// record writes the attempt row and, for a 2xx, returns the webhook's
+// failure counter read by the write (0 otherwise). A failed write is
+// logged, not returned: failing the attempt would send the event again for
+// a bookkeeping error.
+func (a *Activities) record(ctx context.Context, row furrow.Attempt) int {
+	var failures int
+	var err error
+	if furrow.Accepted(row.StatusCode) {
+		failures, err = a.Webhooks.AddDeliveredAttempt(ctx, row)
+	} else {
+		err = a.Webhooks.AddAttempt(ctx, row)
+	}
+	if err != nil {
 		a.logger().ErrorContext(ctx, "writing delivery attempt failed", "webhook_id", row.WebhookID,
 			"event_id", row.EventID, "attempt", row.Attempt, "err", err)
 	}
+	return failures
 }
 
 // classify turns a sent attempt into nil (furrow.Accepted) or an

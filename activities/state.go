@@ -58,34 +58,34 @@ type TransitionWebhookInput struct {
 	UnlessDeliveredAfterMs int64 `json:",omitempty"`
 }
 
-// superseded reports whether a delivery of the webhook began after afterMs
-// (0: never asked), so that a failed chain that ended then is not the
-// webhook's latest outcome.
-func (a *Activities) superseded(ctx context.Context, id uuid.UUID, afterMs int64) (bool, error) {
-	if afterMs == 0 {
-		return false, nil
-	}
-	later, err := a.Webhooks.DeliveredAfter(ctx, id, afterMs)
-	if err != nil {
-		return false, fmt.Errorf("webhook %s: find a later delivery: %w", id, err)
-	}
-	if later {
-		a.logger().InfoContext(ctx, "failed chain not counted: a delivery began after it ended", "webhook_id", id)
-	}
-	return later, nil
+// superseded logs that a failed chain's change was not written.
+func (a *Activities) superseded(ctx context.Context, id uuid.UUID) SetWebhookStateResult {
+	a.logger().InfoContext(ctx, "failed chain not counted: a delivery began after it ended", "webhook_id", id)
+	return SetWebhookStateResult{Superseded: true}
 }
 
-// SetWebhookState writes in.Enabled and in.Failures.
+// SetWebhookState writes in.Enabled and in.Failures, unless superseded.
+// The check for a later delivery and the write are one store transaction
+// (furrow.WebhookService.SetWebhookStateUnlessDelivered): checked apart, a
+// delivery whose POST was still waiting for its answer had no row to find,
+// and read the count of before this write, so the failed chain stayed
+// counted after the delivery.
 func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInput) (SetWebhookStateResult, error) {
-	if later, err := a.superseded(ctx, in.WebhookID, in.UnlessDeliveredAfterMs); err != nil || later {
-		return SetWebhookStateResult{Superseded: later}, err
-	}
 	disabling := !in.Enabled && a.enabled(ctx, in.WebhookID)
-	err := a.Webhooks.SetWebhookState(ctx, in.WebhookID, in.Enabled, in.Failures)
+	var later bool
+	var err error
+	if in.UnlessDeliveredAfterMs == 0 { // made by no failed chain: nothing to check
+		err = a.Webhooks.SetWebhookState(ctx, in.WebhookID, in.Enabled, in.Failures)
+	} else {
+		later, err = a.Webhooks.SetWebhookStateUnlessDelivered(ctx, in.WebhookID, in.Enabled, in.Failures, in.UnlessDeliveredAfterMs)
+	}
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return SetWebhookStateResult{Gone: true}, nil
 	} else if err != nil {
 		return SetWebhookStateResult{}, fmt.Errorf("set webhook %s state: %w", in.WebhookID, err)
+	}
+	if later {
+		return a.superseded(ctx, in.WebhookID), nil
 	}
 	a.logger().InfoContext(ctx, "webhook state written",
 		"webhook_id", in.WebhookID, "enabled", in.Enabled, "consecutive_failures", in.Failures)
@@ -97,19 +97,27 @@ func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInpu
 
 // TransitionWebhook writes a change of the webhook's enabled flag and
 // stores its lifecycle event, once however often it is retried (see
-// furrow.WebhookService.TransitionWebhook). The event is counted and
+// furrow.WebhookService.TransitionWebhook), unless superseded, checked in
+// the same transaction as SetWebhookState's. The event is counted and
 // published on the live bus by the call that stored it; should that call's
 // answer be lost, its retry stores nothing and publishes nothing, and the
 // event is still delivered and listed.
 func (a *Activities) TransitionWebhook(ctx context.Context, in TransitionWebhookInput) (SetWebhookStateResult, error) {
-	if later, err := a.superseded(ctx, in.WebhookID, in.UnlessDeliveredAfterMs); err != nil || later {
-		return SetWebhookStateResult{Superseded: later}, err
+	var ev furrow.OutboxEvent
+	var written, later bool
+	var err error
+	if in.UnlessDeliveredAfterMs == 0 {
+		ev, written, err = a.Webhooks.TransitionWebhook(ctx, in.WebhookTransition)
+	} else {
+		ev, written, later, err = a.Webhooks.TransitionWebhookUnlessDelivered(ctx, in.WebhookTransition, in.UnlessDeliveredAfterMs)
 	}
-	ev, written, err := a.Webhooks.TransitionWebhook(ctx, in.WebhookTransition)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return SetWebhookStateResult{Gone: true}, nil
 	} else if err != nil {
 		return SetWebhookStateResult{}, fmt.Errorf("transition webhook %s: %w", in.WebhookID, err)
+	}
+	if later {
+		return a.superseded(ctx, in.WebhookID), nil
 	}
 	a.logger().InfoContext(ctx, "webhook state written", "webhook_id", in.WebhookID, "enabled", in.Enabled,
 		"consecutive_failures", in.Failures, "transition", in.Seq, "cause", in.Cause(), "event_stored", written)

@@ -180,13 +180,13 @@ func byFarm(events []furrow.Event) []farmEvents {
 	return out
 }
 
-// dispatchFarm reads the farm's webhooks once and dispatches its events,
-// returning the ids of those fully dispatched and the events held for a
-// paced webhook.
+// dispatchFarm reads the farm's webhooks once (without their secrets) and
+// dispatches its events, returning the ids of those fully dispatched and
+// the events held for a paced webhook.
 func (d *Dispatcher) dispatchFarm(ctx context.Context, sem slots, farmID uuid.UUID, events []furrow.Event) ([]string, []furrow.Hold, error) {
 	var hooks []furrow.Webhook
 	err := d.limited(ctx, sem.store, 0, d.cfg.CallTimeout, func(ctx context.Context) (err error) {
-		hooks, err = d.deps.Webhooks.Webhooks(ctx, farmID)
+		hooks, err = d.deps.Webhooks.DispatchWebhooks(ctx, farmID)
 		return err
 	})
 	if err != nil {

@@ -47,7 +47,7 @@ func runChild() int {
 		once sync.Once
 		d    *dispatch.Dispatcher
 	)
-	hang := lookups{WebhookService: db, before: func(ctx context.Context, _ uuid.UUID) error {
+	hang := lookups{Webhooks: db, before: func(ctx context.Context, _ uuid.UUID) error {
 		once.Do(func() { fmt.Println("claimed", d.Owner()) })
 		<-ctx.Done() // killed, or stopped
 		return ctx.Err()

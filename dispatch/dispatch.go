@@ -48,10 +48,23 @@ type Starter interface {
 	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
 }
 
+// Webhooks is what the dispatcher uses of the webhook store.
+type Webhooks interface {
+	// DispatchWebhooks lists a farm's webhooks, oldest first, with their
+	// ID, FarmID, URL, Enabled, EventTypes and MaxPerSecond, and no
+	// secret: the dispatcher signs nothing, and a secret that does not
+	// open must fail only its own webhook's deliveries, in their attempts,
+	// not the dispatch of the whole farm.
+	DispatchWebhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhook, error)
+	// AddAttempt records an event skipped for a disabled webhook, as
+	// furrow.WebhookService.AddAttempt.
+	AddAttempt(ctx context.Context, a furrow.Attempt) error
+}
+
 // Deps are the dispatcher's collaborators.
 type Deps struct {
 	Outbox   furrow.Outbox
-	Webhooks furrow.WebhookService
+	Webhooks Webhooks
 	Starter  Starter
 	Clock    furrow.Clock
 	Logger   *slog.Logger

@@ -156,7 +156,7 @@ func TestDispatchStartsOnlySubscribedEnabled(t *testing.T) {
 			t.Errorf("%s not marked dispatched", e.ID)
 		}
 	}
-	if n := w.calls.Count("Webhooks"); n != 1 {
+	if n := w.calls.Count("DispatchWebhooks"); n != 1 {
 		t.Errorf("looked up the farm's webhooks %d times, want once per batch", n)
 	}
 }
@@ -274,7 +274,7 @@ func TestDispatchFarmFailureIsolated(t *testing.T) {
 	badEvents := w.addEventsOf(bad, 2)
 	good := w.addEvents(3)
 	w.store.Fault(func(c memstore.Call) error {
-		if c.Method == "Webhooks" && c.Args[0] == bad {
+		if c.Method == "DispatchWebhooks" && c.Args[0] == bad {
 			return errors.New("store: list webhooks: permission denied")
 		}
 		return nil
@@ -335,7 +335,7 @@ func TestDispatchDatabaseDownGivesBackWhenReachable(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
-		case c.Method == "Webhooks" && down:
+		case c.Method == "DispatchWebhooks" && down:
 			return errors.New("store: list webhooks: connection refused")
 		case c.Method == "ReleaseLeases":
 			releases++
@@ -452,7 +452,7 @@ func TestDispatchSmallFarmStartsAheadOfABurst(t *testing.T) {
 	// the burst's starts wait.
 	late := make(chan struct{})
 	w.store.Fault(func(c memstore.Call) error {
-		if c.Method == "Webhooks" && c.Args[0] == small {
+		if c.Method == "DispatchWebhooks" && c.Args[0] == small {
 			<-late
 		}
 		return nil
@@ -462,7 +462,7 @@ func TestDispatchSmallFarmStartsAheadOfABurst(t *testing.T) {
 	waitFor(t, func() bool { n, _ := w.starter.waiting(); return n == 1 })
 	time.Sleep(50 * time.Millisecond) // the burst's other starts queue
 	close(late)
-	waitFor(t, func() bool { return w.calls.Count("Webhooks") == 2 })
+	waitFor(t, func() bool { return w.calls.Count("DispatchWebhooks") == 2 })
 	time.Sleep(50 * time.Millisecond) // the small farm's start queues
 	close(w.starter.block)
 	if err := <-passed; err != nil {
@@ -491,7 +491,7 @@ func TestDispatchCallsHaveDeadlines(t *testing.T) {
 		}
 	}
 	// The dispatcher's store calls, not the test's own.
-	for _, c := range w.calls.Calls("ClaimEvents", "RenewLeases", "ReleaseLeases", "MarkDispatched", "Webhooks", "AddAttempt") {
+	for _, c := range w.calls.Calls("ClaimEvents", "RenewLeases", "ReleaseLeases", "MarkDispatched", "DispatchWebhooks", "AddAttempt") {
 		if !c.Deadline {
 			t.Errorf("%s called without a deadline", c.Method)
 		}
@@ -593,7 +593,7 @@ func TestRunBacksOffBeforeClaiming(t *testing.T) {
 	w.d.deps.Clock = furrow.SystemClock{}
 	w.addEvents(1)
 	w.addEventsOf(w.addFarm(), 1)
-	w.store.Fault(memstore.Fail(errors.New("store: list webhooks: permission denied"), "Webhooks"))
+	w.store.Fault(memstore.Fail(errors.New("store: list webhooks: permission denied"), "DispatchWebhooks"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.d.Run(ctx) }()

@@ -165,7 +165,7 @@ func (c *cluster) addEvents(n int) []furrow.Event {
 
 // dispatcher returns a dispatcher on outbox and webhooks, starting on the
 // cluster's Temporal, counting its starts, logging into the test's log.
-func (c *cluster) dispatcher(name string, outbox furrow.Outbox, hooks furrow.WebhookService) (*dispatch.Dispatcher, *counter) {
+func (c *cluster) dispatcher(name string, outbox furrow.Outbox, hooks dispatch.Webhooks) (*dispatch.Dispatcher, *counter) {
 	n := &counter{Client: c.tc}
 	log := slog.New(slog.NewTextHandler(testWriter{c.t, name}, nil))
 	// Starts get a minute: the embedded Temporal shares this process and,
@@ -315,18 +315,18 @@ func (n *counter) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOpt
 
 func (n *counter) count() int { n.mu.Lock(); defer n.mu.Unlock(); return n.started }
 
-// lookups wraps a WebhookService, running before ahead of each webhook
-// lookup; an error from it fails the lookup.
+// lookups wraps the dispatcher's Webhooks, running before ahead of each
+// webhook lookup; an error from it fails the lookup.
 type lookups struct {
-	furrow.WebhookService
+	dispatch.Webhooks
 	before func(ctx context.Context, farm uuid.UUID) error
 }
 
-func (l lookups) Webhooks(ctx context.Context, farm uuid.UUID) ([]furrow.Webhook, error) {
+func (l lookups) DispatchWebhooks(ctx context.Context, farm uuid.UUID) ([]furrow.Webhook, error) {
 	if err := l.before(ctx, farm); err != nil {
 		return nil, err
 	}
-	return l.WebhookService.Webhooks(ctx, farm)
+	return l.Webhooks.DispatchWebhooks(ctx, farm)
 }
 
 // testWriter sends a dispatcher's log lines to the test log.
@@ -372,7 +372,7 @@ func cutAfterClaim(t *testing.T, what string, back time.Duration) {
 	events := c.addEvents(24)
 	claimed := make(chan struct{})
 	var once sync.Once
-	cut := lookups{WebhookService: faultyDB, before: func(context.Context, uuid.UUID) error {
+	cut := lookups{Webhooks: faultyDB, before: func(context.Context, uuid.UUID) error {
 		once.Do(func() {
 			proxy.Cut()
 			close(claimed)
@@ -450,7 +450,7 @@ func TestFailoverSIGTERMGivesClaimsBack(t *testing.T) {
 func TestFailoverLookupsAlwaysFail(t *testing.T) {
 	testenv.SkipShort(t, "two dispatchers and an embedded Temporal server")
 	c := newCluster(t, 4)
-	broken := lookups{WebhookService: c.db, before: func(context.Context, uuid.UUID) error {
+	broken := lookups{Webhooks: c.db, before: func(context.Context, uuid.UUID) error {
 		return errors.New("store: list webhooks: postgres error 42501 ()")
 	}}
 	faulty, faultyStarts := c.dispatcher("faulty", c.db, broken)
@@ -544,7 +544,7 @@ func TestOneFarmFailingDoesNotDelayOthers(t *testing.T) {
 	testenv.SkipShort(t, "a dispatcher and an embedded Temporal server")
 	c := newCluster(t, 3)
 	bad := c.farms[0].FarmID
-	hooks := lookups{WebhookService: c.db, before: func(_ context.Context, farm uuid.UUID) error {
+	hooks := lookups{Webhooks: c.db, before: func(_ context.Context, farm uuid.UUID) error {
 		if farm == bad {
 			return errors.New("store: list webhooks: scan failed")
 		}

@@ -21,9 +21,26 @@ import (
 // with the DeliveryID, WebhookID and AtMs of one already stored is
 // ECONFLICT.
 func (db *DB) AddAttempt(ctx context.Context, a furrow.Attempt) error {
+	_, err := db.addAttempt(ctx, a, false)
+	return err
+}
+
+// AddDeliveredAttempt is AddAttempt that, for a 2xx row, also returns the
+// webhook's consecutive_failures as it is when the row goes in (0 when the
+// webhook is gone), read by the insert's statement (countedAttemptSQL).
+// Any other row is only added: only a delivery restarts the count. The
+// read costs a 2xx row a key lookup and a row lock of the webhook, which
+// marks its tuple (a multixact when deliveries to it overlap).
+func (db *DB) AddDeliveredAttempt(ctx context.Context, a furrow.Attempt) (int, error) {
+	return db.addAttempt(ctx, a, furrow.Accepted(a.StatusCode))
+}
+
+// addAttempt is AddAttempt, reading the webhook's failure counter too when
+// counted.
+func (db *DB) addAttempt(ctx context.Context, a furrow.Attempt, counted bool) (int, error) {
 	eventID, err := furrow.ParseEventID(a.EventID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if a.AtMs == 0 {
 		a.AtMs = db.nowMs()
@@ -33,31 +50,65 @@ func (db *DB) AddAttempt(ctx context.Context, a furrow.Attempt) error {
 	}
 	a.ResponseBody = storableText(truncateUTF8(a.ResponseBody, furrow.MaxResponseBody))
 	a.Error = storableText(a.Error)
-	err = db.insertAttempt(ctx, a, eventID)
+	failures, err := db.insertAttempt(ctx, a, eventID, counted)
 	if isMissingPartition(err) {
 		db.attemptParts.forget()
 		if err = db.attemptParts.ensure(ctx, db, a.AtMs); err == nil {
-			err = db.insertAttempt(ctx, a, eventID)
+			failures, err = db.insertAttempt(ctx, a, eventID, counted)
 		}
 	}
-	return translate(err, "add attempt", "webhook")
+	return failures, translate(err, "add attempt", "webhook")
 }
 
-// insertAttempt adds the row unless the same delivery's row at the same
-// time is there already (ECONFLICT): a dispatcher that records an event as
-// skipped a second time, after taking it over, adds nothing. The check uses
-// the (webhook_id, at_ms) index of one partition.
-func (db *DB) insertAttempt(ctx context.Context, a furrow.Attempt, eventID uuid.UUID) error {
-	tag, err := db.pool.Exec(ctx, `INSERT INTO delivery_attempts
+// insertAttemptSQL adds the row unless the same delivery's row at the same
+// time is there already: a dispatcher that records an event as skipped a
+// second time, after taking it over, adds nothing. The check uses the
+// (webhook_id, at_ms) index of one partition.
+const insertAttemptSQL = `INSERT INTO delivery_attempts
 		(delivery_id, webhook_id, event_id, attempt, status_code, response_body, error, duration_ms, at_ms, signed_with)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
-		WHERE NOT EXISTS (SELECT 1 FROM delivery_attempts WHERE webhook_id = $2 AND at_ms = $9 AND delivery_id = $1)`,
-		a.DeliveryID, a.WebhookID, eventID, a.Attempt, a.StatusCode, a.ResponseBody, a.Error, a.DurationMs, a.AtMs,
-		signedWith(a.SignedWith))
-	if err == nil && tag.RowsAffected() == 0 {
-		return furrow.Errorf(furrow.ECONFLICT, "This attempt is already recorded.")
+		WHERE NOT EXISTS (SELECT 1 FROM delivery_attempts WHERE webhook_id = $2 AND at_ms = $9 AND delivery_id = $1)`
+
+// countedAttemptSQL is insertAttemptSQL returning the webhook's failure
+// counter (NULL when it is gone), so that a delivery that raced with a
+// failed chain's count learns the count and reports its chain.
+//
+// FOR KEY SHARE makes the read wait for a transaction that holds the row
+// FOR UPDATE, as a failed chain's write does (lockWebhook), and then,
+// under READ COMMITTED, return the row as that transaction committed it.
+// It does not wait for a plain UPDATE (so that write locks first), nor
+// block one. Either the write locks first, and this read returns its
+// count, or this statement does, and the write's check, made once this
+// commits, sees this row (SetWebhookStateUnlessDelivered).
+const countedAttemptSQL = `WITH w AS (SELECT consecutive_failures FROM webhooks WHERE id = $2 FOR KEY SHARE)
+	` + insertAttemptSQL + `
+	RETURNING (SELECT consecutive_failures FROM w)`
+
+// insertAttempt adds the row, ECONFLICT when it is there already, and
+// returns the webhook's failure counter when counted.
+func (db *DB) insertAttempt(ctx context.Context, a furrow.Attempt, eventID uuid.UUID, counted bool) (int, error) {
+	args := []any{a.DeliveryID, a.WebhookID, eventID, a.Attempt, a.StatusCode, a.ResponseBody, a.Error, a.DurationMs, a.AtMs,
+		signedWith(a.SignedWith)}
+	if counted {
+		var failures *int
+		err := db.pool.QueryRow(ctx, countedAttemptSQL, args...).Scan(&failures)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, errAttemptRecorded()
+		}
+		if failures == nil {
+			return 0, err
+		}
+		return *failures, err
 	}
-	return err
+	tag, err := db.pool.Exec(ctx, insertAttemptSQL, args...)
+	if err == nil && tag.RowsAffected() == 0 {
+		return 0, errAttemptRecorded()
+	}
+	return 0, err
+}
+
+func errAttemptRecorded() error {
+	return furrow.Errorf(furrow.ECONFLICT, "This attempt is already recorded.")
 }
 
 // signedWith is the stored form of an attempt's SignedWith: never NULL.

@@ -77,13 +77,35 @@ func (db *DB) AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]furr
 	return hs, nil
 }
 
+// deliveredAfterSQL is DeliveredAfter's statement: is there an attempt of
+// webhook $1 that began after $2 (ms) and was answered 2xx, a test
+// delivery's excepted? The range of delivery_attempts_outcome (webhook,
+// outcome 1, at_ms > $2) is read until its first row whose event is no
+// test event, with a heap fetch (event_id is not in the index) and a probe
+// of webhook_test_events' key per row: more than one row only when test
+// deliveries come first, and a webhook has few (10 a minute at most). The
+// probe is a scalar subquery, run per row: as a NOT EXISTS the planner
+// made it an anti join that, over a long range, hashed every test event.
+//
+// A test delivery is never reported to the webhook's workflow, so it must
+// not end a failed chain's count either (docs/webhooks.md). Its row is
+// known by its event: test events live in webhook_test_events, which
+// retention empties with the attempts (the attempts' partitions may
+// outlive their test event by under a day, far older than any chain
+// asked about here).
+//
+// Two clocks meet here: at_ms is the worker's when the POST began, $2 the
+// workflow's (Temporal's) when the failed chain ended. Their skew decides
+// only for a delivery that began within it of the chain's end.
+const deliveredAfterSQL = `SELECT EXISTS (SELECT 1 FROM delivery_attempts a
+	WHERE a.webhook_id = $1 AND ` + deliveredClass + ` = 1 AND ` + sentRows + ` AND a.at_ms > $2
+		AND (SELECT NOT EXISTS (SELECT 1 FROM webhook_test_events t WHERE t.id = a.event_id)))`
+
 // DeliveredAfter reports whether an attempt of the webhook that began after
-// afterMs was answered 2xx: one entry of delivery_attempts_outcome.
+// afterMs was answered 2xx, test deliveries excepted (deliveredAfterSQL).
 func (db *DB) DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error) {
 	var found bool
-	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_attempts a
-		WHERE a.webhook_id = $1 AND `+deliveredClass+` = 1 AND `+sentRows+` AND a.at_ms > $2)`, webhookID, afterMs).Scan(&found)
-	if err != nil {
+	if err := db.pool.QueryRow(ctx, deliveredAfterSQL, webhookID, afterMs).Scan(&found); err != nil {
 		return false, translate(err, "find a delivery", "webhook")
 	}
 	return found, nil

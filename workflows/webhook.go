@@ -42,6 +42,14 @@ const chainOrder = "chain-order"
 // before takes it at its next continue-as-new.
 const goneCheck = "gone-check"
 
+// lateSuccess versions how a delivered chain's report is counted. Before
+// it, every delivered chain restarted the count, so a success reported
+// after a failure that ended later wiped that failure out; since, a
+// delivered chain that ended before the latest counted failure is counted
+// (remembered) but leaves the count as it is. It is asked only for such a
+// report: histories recorded before replay the old way.
+const lateSuccess = "late-success"
+
 // goneCheckEvery is how often the workflow re-reads its webhook, so that a
 // delete whose SignalDeleted never came (Temporal was down) still ends it
 // within a day, at the cost of one read a day per webhook.
@@ -54,11 +62,13 @@ const rememberedChains = 256
 // WebhookInput is the input of the per-webhook workflow. State is nil on a
 // first start (the workflow then reads it from the store) and carried over
 // by continue-as-new, as are Counted, the chains whose reports were counted
-// last, oldest first.
+// last, oldest first, and LastFailedAtMs, when the latest counted failed
+// chain ended (0: none, or its report did not say).
 type WebhookInput struct {
-	WebhookID uuid.UUID
-	State     *WebhookState
-	Counted   []string `json:",omitempty"`
+	WebhookID      uuid.UUID
+	State          *WebhookState
+	Counted        []string `json:",omitempty"`
+	LastFailedAtMs int64    `json:",omitempty"`
 }
 
 // Webhook is the per-webhook workflow, the single writer of the webhook's
@@ -78,7 +88,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	if err != nil || state.Gone {
 		return err
 	}
-	w := &webhookRun{state: state, counted: in.Counted}
+	w := &webhookRun{state: state, counted: in.Counted, lastFailedAtMs: in.LastFailedAtMs}
 	err = workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (WebhookState, error) { return w.state, nil },
 		workflow.QueryHandlerOptions{Description: "The webhook's enabled flag, consecutive failed chains and last change."})
 	if err != nil {
@@ -101,6 +111,15 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 			w.count(r.Chain)
 			if r.Failed {
 				w.failedAtMs = r.EndedAtMs
+				w.lastFailedAtMs = max(w.lastFailedAtMs, r.EndedAtMs)
+			} else if r.EndedAtMs != 0 && r.EndedAtMs < w.lastFailedAtMs &&
+				workflow.GetVersion(ctx, lateSuccess, workflow.DefaultVersion, 1) >= 1 {
+				// A failure that ended after it was counted already: the
+				// count it restarted has gone on since.
+				workflow.GetLogger(ctx).Info("chain report counted; the count kept", "webhook_id", w.state.WebhookID, "chain", r.Chain,
+					"why", "the chain was delivered before the latest counted failure ended")
+				w.next = w.state
+				return
 			}
 		}
 		w.next = w.afterChain(r, workflow.Now(ctx))
@@ -142,7 +161,8 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 			return err
 		}
 	}
-	return workflow.NewContinueAsNewError(ctx, Webhook, WebhookInput{WebhookID: in.WebhookID, State: &w.state, Counted: w.counted})
+	return workflow.NewContinueAsNewError(ctx, Webhook, WebhookInput{WebhookID: in.WebhookID, State: &w.state, Counted: w.counted,
+		LastFailedAtMs: w.lastFailedAtMs})
 }
 
 // webhookRun is the state of one run: state as written, next as wanted,
@@ -158,6 +178,10 @@ type webhookRun struct {
 	// dropped if a delivery began after it, which the report of that
 	// delivery's chain, read at its first attempt, may not have said.
 	failedAtMs int64
+	// lastFailedAtMs is when the latest counted failed chain ended (0:
+	// none, or no report said): a delivered chain that ended before it
+	// does not restart the count (see lateSuccess).
+	lastFailedAtMs int64
 	// check asks apply to read the webhook, to end if it is gone, rather
 	// than write next (which the signal or timer that set it left as is).
 	check bool

@@ -139,7 +139,8 @@ func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID})
 		}
 		for i := range 3 {
-			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, Chain: fmt.Sprint("chain-", i)})
+			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, Chain: fmt.Sprint("chain-", i),
+				EndedAtMs: int64(i + 1)})
 		}
 	}, time.Minute)
 	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: f.webhook.ID})
@@ -157,6 +158,9 @@ func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 	if !slices.Equal(next.Counted, []string{"chain-0", "chain-1", "chain-2"}) {
 		t.Fatalf("continued with the chains %v counted, want the three failed ones", next.Counted)
 	}
+	if next.LastFailedAtMs != 3 {
+		t.Fatalf("continued with the latest failure ended at %d, want 3", next.LastFailedAtMs)
+	}
 }
 
 // chainReport sends the chain report r to the workflow at minute m.
@@ -171,6 +175,12 @@ func runChainReports(t *testing.T, f *fixture, reports []chainReport, reenableAt
 	t.Helper()
 	env := newEnv()
 	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
+	sendChainReports(env, f, reports, reenableAt...)
+}
+
+// sendChainReports is runChainReports in env, where the workflows and
+// activities are registered.
+func sendChainReports(env *testsuite.TestWorkflowEnvironment, f *fixture, reports []chainReport, reenableAt ...int) {
 	for _, c := range reports {
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalChain, c.r) }, time.Duration(c.m)*time.Minute)
 	}
@@ -275,5 +285,52 @@ func TestWebhookSupersededFifthFailureDoesNotDisable(t *testing.T) {
 		Chain: "c", EndedAtMs: furrow.Millis(start.Add(time.Minute))}}})
 	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != furrow.MaxFailedChains-1 {
 		t.Fatalf("webhook = enabled %v failures %d, want enabled and unchanged", w.Enabled, w.ConsecutiveFailures)
+	}
+}
+
+// A delivered chain reported after a failure that ended later, and was
+// counted first, does not restart the count: that failure came after it.
+// Histories recorded before the late-success change still restart it.
+func TestWebhookLateSuccessBeforeACountedFailureKeepsTheCount(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		version workflow.Version // of the late-success change
+		want    int
+	}{{"current", 1, 1}, {"recorded before", workflow.DefaultVersion, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture("https://example.com", 0)
+			env := newEnv()
+			ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
+			if c.version == workflow.DefaultVersion {
+				env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			at := func(m int) int64 { return furrow.Millis(env.Now().Add(time.Duration(m) * time.Minute)) }
+			sendChainReports(env, f, []chainReport{
+				{4, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: "failed", EndedAtMs: at(3)}},
+				{5, furrow.ChainReport{WebhookID: f.webhook.ID, Chain: "delivered", EndedAtMs: at(1)}},
+			})
+			if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != c.want {
+				t.Fatalf("webhook = enabled %v failures %d, want enabled at %d", w.Enabled, w.ConsecutiveFailures, c.want)
+			}
+		})
+	}
+}
+
+// A delivered chain that ended after the latest counted failure restarts
+// the count, whatever order the reports came in.
+func TestWebhookSuccessAfterTheLatestFailureRestartsTheCount(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	start := newEnv().Now()
+	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	fail := func(chain string, endedAt int64) furrow.ChainReport {
+		return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
+	}
+	runChainReports(t, f, []chainReport{
+		{4, fail("later", at(3))},
+		{5, fail("earlier", at(2))}, // reported late: still the latest is at minute 3
+		{6, furrow.ChainReport{WebhookID: f.webhook.ID, Chain: "delivered", EndedAtMs: at(4)}},
+	})
+	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 0 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled at 0", w.Enabled, w.ConsecutiveFailures)
 	}
 }

@@ -25,13 +25,20 @@ func (s *Store) AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]fu
 // DeliveredAfter implements furrow.WebhookService.
 func (s *Store) DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error) {
 	return do(ctx, s, "DeliveredAfter", []any{webhookID, afterMs}, func() (bool, error) {
-		for _, a := range s.attempts {
-			if a.WebhookID == webhookID && !furrow.Skipped(a.Error) && furrow.Accepted(a.StatusCode) && a.AtMs > afterMs {
-				return true, nil
-			}
-		}
-		return false, nil
+		return s.deliveredAfter(webhookID, afterMs), nil
 	})
+}
+
+// deliveredAfter is DeliveredAfter; the caller holds the lock. A test
+// delivery's row is told by its event, a stored test event.
+func (s *Store) deliveredAfter(webhookID uuid.UUID, afterMs int64) bool {
+	for _, a := range s.attempts {
+		_, test := s.testEvents[a.EventID]
+		if a.WebhookID == webhookID && !furrow.Skipped(a.Error) && furrow.Accepted(a.StatusCode) && a.AtMs > afterMs && !test {
+			return true
+		}
+	}
+	return false
 }
 
 // attemptHealth summarizes one webhook's attempts as the store does; the

@@ -35,6 +35,13 @@ type Store struct {
 	fault    func(Call) error
 	observer func(Call)
 
+	// rowMu stands for the webhook row lock that orders a failed chain's
+	// guarded state write and a delivery's row in the store
+	// (SetWebhookStateUnlessDelivered, AddDeliveredAttempt). Those hold it
+	// around their calls of the plain writes (SetWebhookState, AddAttempt
+	// ...), which take mu, so that those calls are recorded as before.
+	rowMu sync.Mutex
+
 	mu       sync.Mutex
 	seq      int64 // the order of rows, like the tables' seq columns
 	users    map[uuid.UUID]furrow.User
@@ -130,6 +137,11 @@ func (s *Store) hooks() (func(Call) error, func(Call)) {
 // hook and the observer. A context that has ended fails the call as it
 // would fail a database call.
 func do[T any](ctx context.Context, s *Store, method string, args []any, fn func() (T, error)) (T, error) {
+	return doUnder(ctx, s, &s.mu, method, args, fn)
+}
+
+// doUnder is do holding lock instead of the store's.
+func doUnder[T any](ctx context.Context, s *Store, lock sync.Locker, method string, args []any, fn func() (T, error)) (T, error) {
 	_, hasDeadline := ctx.Deadline()
 	c := Call{Method: method, Args: args, Deadline: hasDeadline}
 	fault, observer := s.hooks()
@@ -145,9 +157,9 @@ func do[T any](ctx context.Context, s *Store, method string, args []any, fn func
 		}
 	}
 	if err == nil {
-		s.mu.Lock()
+		lock.Lock()
 		v, err = fn()
-		s.mu.Unlock()
+		lock.Unlock()
 	}
 	if observer != nil {
 		if err == nil {

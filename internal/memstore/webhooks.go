@@ -112,6 +112,22 @@ func (s *Store) Webhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhoo
 	})
 }
 
+// DispatchWebhooks is the store's listing for the outbox dispatcher: a
+// farm's webhooks, oldest first, with ID, FarmID, URL, Enabled, EventTypes
+// and MaxPerSecond only, no secret.
+func (s *Store) DispatchWebhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhook, error) {
+	return do(ctx, s, "DispatchWebhooks", []any{farmID}, func() ([]furrow.Webhook, error) {
+		var out []furrow.Webhook
+		for _, w := range s.webhooks {
+			if w.FarmID == farmID {
+				out = append(out, furrow.Webhook{ID: w.ID, FarmID: w.FarmID, URL: w.URL, Enabled: w.Enabled,
+					EventTypes: append([]string{}, w.EventTypes...), MaxPerSecond: copyRate(w.MaxPerSecond)})
+			}
+		}
+		return out, nil
+	})
+}
+
 // DeleteWebhook implements furrow.WebhookService. Its attempts stay.
 func (s *Store) DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error {
 	_, err := do(ctx, s, "DeleteWebhook", []any{farmID, id}, func() (none, error) {

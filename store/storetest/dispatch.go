@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,19 +16,32 @@ import (
 // of events it records as skipped (AddAttempt).
 type DispatchSubject struct {
 	Webhooks furrow.WebhookService
+	// Lister lists a farm's webhooks as the dispatcher reads them.
+	Lister DispatchLister
 	// AddFarm stores ws, in order, on a new farm of their own and returns
 	// the farm and the webhooks as stored.
 	AddFarm func(ctx context.Context, ws ...furrow.Webhook) (uuid.UUID, []furrow.Webhook, error)
+}
+
+// DispatchLister is the listing the outbox dispatcher reads a farm's
+// webhooks with (DispatchWebhooks of dispatch.Webhooks).
+type DispatchLister interface {
+	DispatchWebhooks(ctx context.Context, farmID uuid.UUID) ([]furrow.Webhook, error)
 }
 
 // NewDispatch returns a fresh, empty DispatchSubject.
 type NewDispatch func(t *testing.T) DispatchSubject
 
 // DispatchFromServices adapts a full implementation to DispatchStore,
-// adding farms through its Users, Farms and Webhooks services.
+// adding farms through its Users, Farms and Webhooks services; its
+// Webhooks must implement DispatchLister too.
 func DispatchFromServices(newSubject New) NewDispatch {
 	return func(t *testing.T) DispatchSubject {
 		s := newSubject(t, furrow.SystemClock{})
+		lister, ok := s.Webhooks.(DispatchLister)
+		if !ok {
+			t.Fatalf("%T does not list webhooks for the dispatcher (DispatchWebhooks)", s.Webhooks)
+		}
 		add := func(ctx context.Context, ws ...furrow.Webhook) (uuid.UUID, []furrow.Webhook, error) {
 			owner, _, err := s.Users.CreateUser(ctx, uuid.NewString()+"@example.com")
 			if err != nil {
@@ -47,7 +61,7 @@ func DispatchFromServices(newSubject New) NewDispatch {
 			}
 			return farm.ID, out, nil
 		}
-		return DispatchSubject{Webhooks: s.Webhooks, AddFarm: add}
+		return DispatchSubject{Webhooks: s.Webhooks, Lister: lister, AddFarm: add}
 	}
 }
 
@@ -58,7 +72,8 @@ func dispatchHook(enabled bool, types ...string) furrow.Webhook {
 
 // DispatchStore checks what the outbox dispatcher relies on: a farm's
 // webhooks listed in creation order with their state and subscriptions,
-// none for an unknown farm, and a skipped row recorded once however often
+// none for an unknown farm, the same listed for the dispatcher with what
+// it reads and no secret, and a skipped row recorded once however often
 // the same event is dispatched.
 func DispatchStore(t *testing.T, newSubject NewDispatch) {
 	cases := map[string]func(*testing.T, context.Context, DispatchSubject){
@@ -89,6 +104,44 @@ func DispatchStore(t *testing.T, newSubject NewDispatch) {
 			none, err := s.Webhooks.Webhooks(ctx, uuid.New())
 			if err != nil || len(none) != 0 {
 				t.Fatalf("Webhooks(unknown farm) = %+v, %v; want none", none, err)
+			}
+		},
+		"DispatchListingWithoutSecrets": func(t *testing.T, ctx context.Context, s DispatchSubject) {
+			paced := dispatchHook(true, furrow.EventDeviceOffline)
+			rate := 2.5
+			paced.MaxPerSecond = &rate
+			farm, want, err := s.AddFarm(ctx, dispatchHook(true), dispatchHook(false, furrow.EventTriggerFired), paced)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.AddFarm(ctx, dispatchHook(true)); err != nil {
+				t.Fatal(err)
+			}
+			// A rotation with an overlap leaves a previous secret, not
+			// listed either.
+			if _, err := s.Webhooks.RotateWebhookSecret(ctx, farm, want[0].ID, furrow.NewWebhookSecret(), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Lister.DispatchWebhooks(ctx, farm)
+			if err != nil || len(got) != len(want) {
+				t.Fatalf("DispatchWebhooks = %+v, %v; want %d", got, err, len(want))
+			}
+			for i, w := range want {
+				g := got[i]
+				if g.ID != w.ID || g.FarmID != farm || g.URL != w.URL || g.Enabled != w.Enabled ||
+					!slices.Equal(g.SubscribedTypes(), w.SubscribedTypes()) {
+					t.Fatalf("webhook %d = %+v, want %+v", i, g, w)
+				}
+				if (g.MaxPerSecond == nil) != (w.MaxPerSecond == nil) || g.MaxPerSecond != nil && *g.MaxPerSecond != *w.MaxPerSecond {
+					t.Fatalf("webhook %d: max_per_second %v, want %v", i, g.MaxPerSecond, w.MaxPerSecond)
+				}
+				if g.Secret != "" || g.PreviousSecret != "" {
+					t.Fatalf("webhook %d listed for the dispatcher with a secret", i)
+				}
+			}
+			none, err := s.Lister.DispatchWebhooks(ctx, uuid.New())
+			if err != nil || len(none) != 0 {
+				t.Fatalf("DispatchWebhooks(unknown farm) = %+v, %v; want none", none, err)
 			}
 		},
 		"SkippedRecordedOnce": func(t *testing.T, ctx context.Context, s DispatchSubject) {

@@ -89,5 +89,6 @@ func APIServices(t *testing.T, newSubject New) {
 	t.Run("SecretRotation", func(t *testing.T) { SecretRotation(t, newSubject) })
 	t.Run("WebhookTransitions", func(t *testing.T) { WebhookTransitions(t, newSubject) })
 	t.Run("WebhookOwnerTools", func(t *testing.T) { WebhookOwnerTools(t, newSubject) })
+	t.Run("ChainCounts", func(t *testing.T) { ChainCounts(t, newSubject) })
 	t.Run("Redeliveries", func(t *testing.T) { Redeliveries(t, newSubject) })
 }
