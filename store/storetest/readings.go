@@ -90,17 +90,7 @@ func ReadingService(t *testing.T, newSubject New) {
 			// metric read 5 of them at most.
 			metric := int32(7)
 			f := furrow.ReadingFilter{FarmID: d.FarmID, MetricID: &metric, Limit: 10, ScanRows: 5}
-			var counts []int
-			var got []furrow.Reading
-			for page := 0; ; page++ {
-				rs, next, err := e.Readings.Readings(e.ctx, f)
-				e.must(err)
-				counts, got = append(counts, len(rs)), append(got, rs...)
-				if next == nil || page > 10 {
-					break
-				}
-				f.Before = next
-			}
+			counts, got := e.readingPages(f)
 			// Reads 5 (2nd is the rare one), 5 (none), 4 (the last rare one).
 			if !slices.Equal(counts, []int{1, 0, 1}) || len(got) != 2 || got[0].Timestamp != rare[1].Timestamp || got[1].Timestamp != rare[0].Timestamp {
 				e.t.Fatalf("pages of %v readings: %+v; want 1, 0 and 1: the rare metric's two, newest first", counts, got)
@@ -128,17 +118,7 @@ func ReadingService(t *testing.T, newSubject New) {
 			// 22 readings, newest first: busy's 12, then quiet's 10. Pages
 			// of quiet's read 5 of them at most.
 			f := furrow.ReadingFilter{FarmID: quiet.FarmID, DeviceID: &quiet.ID, Limit: 4, ScanRows: 5}
-			var counts []int
-			var got []furrow.Reading
-			for page := 0; ; page++ {
-				rs, next, err := e.Readings.Readings(e.ctx, f)
-				e.must(err)
-				counts, got = append(counts, len(rs)), append(got, rs...)
-				if next == nil || page > 10 {
-					break
-				}
-				f.Before = next
-			}
+			counts, got := e.readingPages(f)
 			// Reads 5 (none of quiet's), 5 (none), 5 (3), 5 (a full page of
 			// 4), then the 3 left, fewer than the bound: no cursor.
 			if !slices.Equal(counts, []int{0, 0, 3, 4, 3}) || len(got) != len(old) {
@@ -196,4 +176,20 @@ func ReadingService(t *testing.T, newSubject New) {
 			}
 		},
 	})
+}
+
+// readingPages follows f's cursors, at most a dozen pages, and returns the
+// length of each page and their readings in order.
+func (e *env) readingPages(f furrow.ReadingFilter) ([]int, []furrow.Reading) {
+	var counts []int
+	var got []furrow.Reading
+	for page := 0; ; page++ {
+		rs, next, err := e.Readings.Readings(e.ctx, f)
+		e.must(err)
+		counts, got = append(counts, len(rs)), append(got, rs...)
+		if next == nil || page > 10 {
+			return counts, got
+		}
+		f.Before = next
+	}
 }
