@@ -152,8 +152,9 @@ func (s *server) routes() http.Handler {
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return furrow.Errorf(furrow.ENOTFOUND, "There is no such endpoint.")
 	}))
+	mux := r
 	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		w.Header().Set("Allow", allowedMethods(r))
+		w.Header().Set("Allow", allowedMethods(mux, r))
 		return errMethod(r.Method)
 	}))
 	r.Get("/healthz", s.healthz)

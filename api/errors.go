@@ -46,16 +46,16 @@ var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 	http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // allowedMethods returns, for the Allow header a 405 must carry (RFC 9110),
-// the methods the router serves on r's path.
-func allowedMethods(r *http.Request) string {
-	rctx := chi.RouteContext(r.Context())
+// the methods mux serves on r's path. mux is the whole API's router: the
+// route context of a subrouter's 405 may hold no routes to match against.
+func allowedMethods(mux chi.Routes, r *http.Request) string {
 	path := r.URL.RawPath
 	if path == "" {
 		path = r.URL.Path
 	}
 	var allowed []string
 	for _, m := range routeMethods {
-		if rctx.Routes.Match(chi.NewRouteContext(), m, path) {
+		if mux.Match(chi.NewRouteContext(), m, path) {
 			allowed = append(allowed, m)
 		}
 	}

@@ -305,6 +305,9 @@ func TestMethodNotAllowedListsAllow(t *testing.T) {
 		{"GET", "/api/metric-values", "POST"},
 		{"PUT", h.farmPath("/devices"), "GET, POST"},
 		{"PUT", h.farmPath("/webhooks/" + uuid.NewString()), "GET, PATCH, DELETE"},
+		{"GET", h.farmPath("/webhooks/" + uuid.NewString() + "/secret/rotate"), "POST"},
+		{"GET", h.farmPath("/webhooks/" + uuid.NewString() + "/redeliver"), "POST"},
+		{"DELETE", h.farmPath("/members"), "POST"},
 	} {
 		r := h.user(h.owner, tc.method, tc.path, "")
 		expectError(t, r, http.StatusMethodNotAllowed, furrow.EINVALID, "not allowed")
