@@ -38,9 +38,9 @@ type Config struct {
 	// MaxBodyBytes bounds every request body; larger is 413. Default 64 KiB.
 	MaxBodyBytes int64
 	// ReenableWait bounds how long re-enabling a webhook waits for its
-	// workflow to apply the change. Default 5 s, and at most half the
-	// RequestTimeout; the wait also ends a fifth of the RequestTimeout
-	// before the request's deadline, however long the signal took.
+	// workflow to apply the change. Default 5 s; the wait ends a fifth of
+	// the RequestTimeout before the request's deadline in any case
+	// (answerReserve), so that a slow workflow is answered 202 in time.
 	ReenableWait time.Duration
 	// RequestTimeout is the deadline of each request's work, every store
 	// and limiter call included (not of WebSocket sessions); a request
@@ -118,11 +118,6 @@ func New(cfg Config, deps Deps) http.Handler {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
-	}
-	// The wait for a re-enabled webhook must end inside the request's
-	// deadline, to answer 202 rather than run out of time.
-	if cfg.ReenableWait >= cfg.RequestTimeout {
-		cfg.ReenableWait = cfg.RequestTimeout / 2
 	}
 	if deps.Clock == nil {
 		deps.Clock = furrow.SystemClock{}

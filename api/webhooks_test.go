@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -274,4 +275,26 @@ func TestWebhooksPerFarmBound(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	h.createHook(`{"url":"https://hooks.example.com/in"}`)
+}
+
+// With the default wait, a workflow that applies the change late in the
+// request, but before the fifth of it kept for the answer, is answered
+// 200: the wait runs to that reserve, not to half the request's time.
+func TestEnableWebhookWaitsUntilTheAnswerReserve(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RequestTimeout = 2 * time.Second
+	h.cfg.ReenableWait = 0
+	h.deps.Delivery = reenabler{h.engine, func(_ context.Context, id uuid.UUID) error {
+		time.AfterFunc(1300*time.Millisecond, func() {
+			_ = h.store.SetWebhookState(context.Background(), id, true, 0)
+		})
+		return nil
+	}}
+	h.rebuild()
+	w := h.createHook(`{"url":"https://example.com/a"}`)
+	_ = h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains)
+	r := h.user(h.manager, "POST", h.farmPath("/webhooks/"+w.ID.String()+"/enable"), "")
+	if r.Status != http.StatusOK || !strings.Contains(r.Body, `"enabled":true`) {
+		t.Fatalf("status %d %s, want 200 with the webhook enabled", r.Status, r.Body)
+	}
 }
