@@ -24,10 +24,16 @@ var pinnedImage = regexp.MustCompile(`^[a-z0-9./_-]+(:[^:@]*[0-9][^:@]*|@sha256:
 // passwords env.example asks for.
 func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
+	return loadComposeEnv(t, "POSTGRES_PASSWORD=test", "GRAFANA_ADMIN_PASSWORD=test")
+}
+
+// loadComposeEnv loads compose.yaml with env (NAME=value) as its .env.
+func loadComposeEnv(t *testing.T, env ...string) *types.Project {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	opts, err := cli.NewProjectOptions([]string{composeFile},
-		cli.WithEnv([]string{"POSTGRES_PASSWORD=test", "GRAFANA_ADMIN_PASSWORD=test"}),
+		cli.WithEnv(env),
 		cli.WithDiscardEnvFile, cli.WithConsistency(true))
 	if err != nil {
 		t.Fatal(err)

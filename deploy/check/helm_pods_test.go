@@ -135,7 +135,7 @@ func TestDuplicateEnvIsCaught(t *testing.T) {
 // render, naming it, rather than overriding it silently (or putting a
 // secret in plain values).
 func TestHelmReservedSettings(t *testing.T) {
-	for _, k := range []string{"FURROW_HTTP_ADDR", "FURROW_METRICS_ADDR", "FURROW_DATABASE_URL", "FURROW_REDIS_URL",
+	for _, k := range []string{"FURROW_HTTP_ADDR", "FURROW_METRICS_ADDR", "FURROW_DATABASE_URL", "PGPASSWORD", "FURROW_REDIS_URL",
 		"FURROW_SECRET_KEYS", "FURROW_SECRET_KEYS_FILE", "FURROW_TEMPORAL_ADDRESS", "FURROW_TEMPORAL_NAMESPACE", "FURROW_TRUSTED_PROXIES"} {
 		renderFails(t, map[string]any{"settings": map[string]any{k: "x"}}, "settings."+k)
 	}

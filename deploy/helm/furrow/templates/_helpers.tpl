@@ -33,11 +33,24 @@ app.kubernetes.io/component: {{ .component }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
-{{/* The settings every Furrow process gets; secrets come from the referenced Secret. */}}
-{{- define "furrow.env" -}}
+{{/*
+The database's URL and password, from the Secret secrets.name. The password
+comes apart, as PGPASSWORD, which pgx reads when the URL has none: written
+into the URL it would need percent-encoding. Optional, for a URL that
+carries it.
+*/}}
+{{- define "furrow.databaseEnv" -}}
 - name: FURROW_DATABASE_URL
   valueFrom:
     secretKeyRef: {name: {{ .Values.secrets.name }}, key: {{ .Values.secrets.databaseURLKey }}}
+- name: PGPASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.secrets.name }}, key: {{ .Values.secrets.databasePasswordKey }}, optional: true}
+{{- end -}}
+
+{{/* The settings every Furrow process gets; secrets come from the referenced Secret. */}}
+{{- define "furrow.env" -}}
+{{ include "furrow.databaseEnv" . }}
 - name: FURROW_REDIS_URL
   valueFrom:
     secretKeyRef: {name: {{ .Values.secrets.name }}, key: {{ .Values.secrets.redisURLKey }}}
@@ -65,6 +78,7 @@ secrets among them would sit in plain values.
 {{- define "furrow.checkSettings" -}}
 {{- $reserved := dict
   "FURROW_DATABASE_URL" "it comes from the Secret secrets.name, key secrets.databaseURLKey"
+  "PGPASSWORD" "it comes from the Secret secrets.name, key secrets.databasePasswordKey"
   "FURROW_REDIS_URL" "it comes from the Secret secrets.name, key secrets.redisURLKey"
   "FURROW_SECRET_KEYS" "it comes from the key ring's Secret: see secretKeys"
   "FURROW_SECRET_KEYS_FILE" "the ring comes from the key ring's Secret: see secretKeys"
