@@ -1,11 +1,14 @@
 // Command temporalsetup prepares a Temporal cluster for Furrow the way an
 // operator would, through the cluster's public API: it registers the
-// namespace with its retention and adds Furrow's search attributes. It is
-// what `temporal operator namespace create` and `temporal operator
-// search-attribute create` do, without needing the CLI. With
-// -trim-visibility it also drops the visibility indexes Furrow never uses
-// from a PostgreSQL visibility database (package visindex). Running it
-// again changes nothing.
+// namespace with its retention and adds those of Furrow's search
+// attributes that are missing. It is what `temporal operator namespace
+// create` and `temporal operator search-attribute create` do, without
+// needing the CLI. A namespace that exists already keeps its other
+// settings, but its retention is set to -retention (default 720h) when it
+// differs: to keep an existing namespace's retention, pass it as
+// -retention. With -trim-visibility it also drops the visibility indexes
+// Furrow never uses from a PostgreSQL visibility database (package
+// visindex). Running it again with the same flags changes nothing.
 //
 //	temporalsetup -address 127.0.0.1:7233 -namespace default -retention 720h \
 //	    [-trim-visibility postgres://user@host:5432/temporal_visibility]
@@ -37,7 +40,7 @@ import (
 func main() {
 	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend host:port")
 	namespace := flag.String("namespace", "default", "namespace to register")
-	retention := flag.Duration("retention", furrow.AttemptRetention, "how long closed workflows are kept")
+	retention := flag.Duration("retention", furrow.AttemptRetention, "how long closed workflows are kept; an existing namespace's retention is set to it")
 	wait := flag.Duration("wait", 2*time.Minute, "how long to wait for the frontend to answer")
 	trim := flag.String("trim-visibility", "", "PostgreSQL URL of the visibility database whose unused indexes to drop (and whose indexes Furrow needs to make); empty: leave it alone")
 	flag.Parse()
