@@ -2,8 +2,10 @@ package check
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"os"
 	"os/exec"
@@ -198,5 +200,66 @@ func TestDeviceCertsScript(t *testing.T) {
 		if l := crl(t, dir); l.NextUpdate.Before(time.Now().AddDate(4, 11, 0)) {
 			t.Errorf("crl DIR: the list expires %s, want the default of five years", l.NextUpdate)
 		}
+	})
+}
+
+// TestDeviceCertsFailedIssueKeepsTheDevicesPair: an issue that fails, on a
+// DAYS that is no number of days or in openssl ca, leaves the device's key
+// and certificate as they were, the key still the certificate's. (issue
+// wrote the new key over the old one before openssl ca ran, so a failed
+// issue left a key that no longer matched the device's certificate.)
+func TestDeviceCertsFailedIssueKeepsTheDevicesPair(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("no openssl")
+	}
+	dir := filepath.Join(t.TempDir(), "device-ca")
+	mustDeviceCerts(t, "ca", dir)
+	const id = "0f2c5b8e-1a2b-4c3d-8e9f-0123456789ab"
+	mustDeviceCerts(t, "issue", dir, id)
+	keyFile, certFile := filepath.Join(dir, "device-"+id+".key"), filepath.Join(dir, "device-"+id+".pem")
+	key, _ := os.ReadFile(keyFile)
+	cert, _ := os.ReadFile(certFile)
+	unchanged := func(t *testing.T, what string) {
+		t.Helper()
+		if now, _ := os.ReadFile(keyFile); !bytes.Equal(now, key) {
+			t.Errorf("%s replaced the device's key", what)
+		}
+		if now, _ := os.ReadFile(certFile); !bytes.Equal(now, cert) {
+			t.Errorf("%s replaced the device's certificate", what)
+		}
+		k, err := x509.ParsePKCS8PrivateKey(pemBlock(t, keyFile))
+		if err != nil {
+			t.Fatalf("%s: %v", keyFile, err)
+		}
+		if pub := k.(crypto.Signer).Public().(interface{ Equal(crypto.PublicKey) bool }); !pub.Equal(parseCert(t, certFile).PublicKey) {
+			t.Errorf("after %s the device's key is not its certificate's", what)
+		}
+	}
+
+	t.Run("DAYS is no number of days", func(t *testing.T) {
+		for _, days := range []string{"abc", "0", "-5", "12x"} {
+			out, err := exec.Command(deviceCertsScript, "issue", dir, id, days).CombinedOutput()
+			// 2, as crl answers the same mistake: a usage error.
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+				t.Errorf("issue with DAYS %q: %v, want exit status 2:\n%s", days, err, out)
+			}
+			unchanged(t, "issue with DAYS "+days)
+		}
+	})
+	t.Run("openssl ca fails", func(t *testing.T) {
+		// Another CA's key beside ca.pem: openssl ca refuses to sign.
+		other := filepath.Join(t.TempDir(), "other")
+		mustDeviceCerts(t, "ca", other)
+		own, _ := os.ReadFile(filepath.Join(dir, "ca.key"))
+		foreign, _ := os.ReadFile(filepath.Join(other, "ca.key"))
+		if err := os.WriteFile(filepath.Join(dir, "ca.key"), foreign, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(filepath.Join(dir, "ca.key"), own, 0o600)
+		if out, ok := deviceCerts(t, "issue", dir, id); ok {
+			t.Fatalf("issue with another CA's key succeeded:\n%s", out)
+		}
+		unchanged(t, "a failed openssl ca")
 	})
 }

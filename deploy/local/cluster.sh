@@ -34,7 +34,7 @@
 # pool at once (a starved pool waits instead of failing, and the topology
 # then delivers a fraction of its rate without saying why). It needs
 #   4 Temporal services x (TEMPORAL_MAXCONNS + VISIBILITY_MAXCONNS)
-#   + (serves + workers) x FURROW_POOL + 10 headroom (migrate, admin, psql)
+#   + (serves + workers) x max(FURROW_POOL, 5) + 10 headroom (migrate, admin, psql)
 # below max_connections - superuser_reserved_connections - connections in
 # use: with the defaults 4 x 30 + 4 x 16 + 10 = 194.
 set -euo pipefail
@@ -97,7 +97,12 @@ alloc_ports() {
 
 TEMPORAL_MAXCONNS=${CLUSTER_TEMPORAL_MAXCONNS:-20}
 VISIBILITY_MAXCONNS=${CLUSTER_VISIBILITY_MAXCONNS:-10}
-FURROW_POOL=${CLUSTER_FURROW_POOL:-16}
+# The script's own names stay out of FURROW_*: every exported FURROW_*
+# variable is forwarded to the Furrow processes and would override them.
+furrow_pool=${CLUSTER_FURROW_POOL:-16}
+# store.Open keeps at least 5 connections (4 + the group-commit writer)
+# whatever the pool asked for.
+STORE_MIN_CONNS=5
 TEMPORAL_SERVICES=4 # frontend, history, matching, worker: each opens its own pools
 BUDGET_HEADROOM=10
 
@@ -108,8 +113,9 @@ pg_ask() { PGPASSWORD=$PGPASSWORD_ psql -h "$PGHOST_" -p "$PGPORT_" -U "$PGUSER_
 # connections; it names the setting and the numbers.
 check_budget() {
   local serves=$1 workers=$2 temporal furrow need line max reserved used free
+  local pool=$((furrow_pool > STORE_MIN_CONNS ? furrow_pool : STORE_MIN_CONNS))
   temporal=$((TEMPORAL_SERVICES * (TEMPORAL_MAXCONNS + VISIBILITY_MAXCONNS)))
-  furrow=$(((serves + workers) * FURROW_POOL))
+  furrow=$(((serves + workers) * pool))
   need=$((temporal + furrow + BUDGET_HEADROOM))
   command -v psql >/dev/null || {
     say "psql not found: cannot check PostgreSQL's max_connections against the $need connections this topology needs"
@@ -122,7 +128,7 @@ check_budget() {
   if ((need > free)); then
     die "PostgreSQL max_connections is $max ($reserved reserved for superusers, $used in use): this topology needs $need connections, $((need - free)) more than are free.
   Temporal: $TEMPORAL_SERVICES services x (maxConns $TEMPORAL_MAXCONNS + visibility $VISIBILITY_MAXCONNS) = $temporal
-  Furrow:   $((serves + workers)) processes ($serves serve, $workers worker) x pool $FURROW_POOL = $furrow
+  Furrow:   $((serves + workers)) processes ($serves serve, $workers worker) x pool $pool = $furrow
   headroom: $BUDGET_HEADROOM
 Raise max_connections to at least $((need + reserved + used)) (ALTER SYSTEM SET max_connections = $((((need + reserved + used + 49) / 50) * 50)); then restart PostgreSQL),
 or lower CLUSTER_SERVES, CLUSTER_WORKERS, CLUSTER_FURROW_POOL or CLUSTER_TEMPORAL_MAXCONNS."
@@ -143,7 +149,44 @@ check_autovacuum() {
   fi
 }
 
-sql_tool() { "$TBIN/temporal-sql-tool" --plugin postgres12 --ep "$PGHOST_" -p "$PGPORT_" -u "$PGUSER_" --pw "$PGPASSWORD_" "$@"; }
+# sql_tool hands the password over in SQL_PASSWORD, which the tool reads
+# when --pw is absent: a command line is readable by every user (ps).
+sql_tool() { SQL_PASSWORD=$PGPASSWORD_ "$TBIN/temporal-sql-tool" --plugin postgres12 --ep "$PGHOST_" -p "$PGPORT_" -u "$PGUSER_" "$@"; }
+
+# urlenc STRING prints STRING percent-encoded but for RFC 3986's unreserved
+# characters: a / @ : # ? or ' of a user name or password would otherwise
+# end its part of a URL (and a ' the state file's quoting).
+urlenc() {
+  local LC_ALL=C s=$1 out="" c i
+  for ((i = 0; i < ${#s}; i++)); do
+    c=${s:i:1}
+    case $c in
+    [A-Za-z0-9._~-]) out+=$c ;;
+    *) printf -v c '%%%02X' "'$c" && out+=$c ;;
+    esac
+  done
+  printf '%s' "$out"
+}
+
+# pg_url DB [PASSWORD] prints the URL of the scratch database DB.
+pg_url() {
+  local auth
+  auth=$(urlenc "$PGUSER_")
+  [[ -z ${2:-} ]] || auth+=":$(urlenc "$2")"
+  printf 'postgres://%s@%s:%s/%s?sslmode=disable' "$auth" "$PGHOST_" "$PGPORT_" "$1"
+}
+
+# shq VALUE prints VALUE single-quoted for the shell, ' as '\'': sourcing
+# the state file gives back any value. (Not printf %q: the end-to-end tests
+# read VISIBILITY_URL by trimming single quotes, and %q writes \? for ?.)
+shq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# yaml_quote VALUE prints VALUE as a single-quoted YAML scalar, ' as ''. A
+# newline would fold into a space there, so it is refused.
+yaml_quote() {
+  [[ $1 != *$'\n'* ]] || die "a newline in a PostgreSQL setting cannot go into temporal.yaml"
+  printf "'%s'" "${1//\'/\'\'}"
+}
 
 # temporal_bins builds the official server and SQL tool from the module
 # in go.mod (both are tools there) into the cache, once for each go.sum.
@@ -204,6 +247,15 @@ furrow_bins() {
 # write_temporal_config writes the server's static configuration: both
 # stores on PostgreSQL, every service on its own loopback port.
 write_temporal_config() {
+  local addr user password mask
+  addr=$(yaml_quote "$PGHOST_:$PGPORT_")
+  user=$(yaml_quote "$PGUSER_")
+  password=$(yaml_quote "$PGPASSWORD_")
+  # It holds the password: the user's alone (rm: a file that exists keeps
+  # its mode when rewritten).
+  mask=$(umask)
+  umask 077
+  rm -f "$RUN/temporal.yaml"
   cat >"$RUN/temporal.yaml" <<EOF
 log:
   stdout: true
@@ -220,10 +272,10 @@ persistence:
       sql:
         pluginName: postgres12_pgx
         databaseName: $TEMPORAL_DB
-        connectAddr: "$PGHOST_:$PGPORT_"
+        connectAddr: $addr
         connectProtocol: tcp
-        user: "$PGUSER_"
-        password: "$PGPASSWORD_"
+        user: $user
+        password: $password
         maxConns: $TEMPORAL_MAXCONNS
         maxIdleConns: $TEMPORAL_MAXCONNS
         maxConnLifetime: 1h
@@ -231,10 +283,10 @@ persistence:
       sql:
         pluginName: postgres12_pgx
         databaseName: $VISIBILITY_DB
-        connectAddr: "$PGHOST_:$PGPORT_"
+        connectAddr: $addr
         connectProtocol: tcp
-        user: "$PGUSER_"
-        password: "$PGPASSWORD_"
+        user: $user
+        password: $password
         maxConns: $VISIBILITY_MAXCONNS
         maxIdleConns: $VISIBILITY_MAXCONNS
         maxConnLifetime: 1h
@@ -270,13 +322,14 @@ dynamicConfigClient:
   filepath: $ROOT/deploy/local/dynamicconfig.yaml
   pollInterval: 10s
 EOF
+  umask "$mask"
 }
 
 # databases creates the scratch databases and applies Temporal's schemas
 # with its own tool.
 databases() {
   local db
-  for db in "$TEMPORAL_DB" "$VISIBILITY_DB" "$FURROW_DB"; do
+  for db in "$TEMPORAL_DB" "$VISIBILITY_DB" "$furrow_db"; do
     sql_tool --db "$db" create-database >>"$RUN/logs/schema.log" 2>&1 || die "cannot create database $db (see $RUN/logs/schema.log)"
   done
   sql_tool --db "$TEMPORAL_DB" setup-schema -v 0.0 >>"$RUN/logs/schema.log" 2>&1 &&
@@ -297,12 +350,14 @@ launch() {
 
 # start_process NAME starts one named process of the topology.
 start_process() {
-  local name=$1 port
+  local name=$1 port log=$RUN/logs/$1.log from=0
   # shellcheck disable=SC1091
   source "$STATE"
   if running "$name"; then
     die "$name is already running"
   fi
+  # The log goes on from earlier runs of NAME: readiness reads only past here.
+  if [[ -f $log ]]; then from=$(wc -c <"$log"); fi
   case $name in
   redis)
     launch redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no
@@ -320,7 +375,8 @@ start_process() {
     (
       # shellcheck disable=SC1091
       source "$RUN/furrow.env"
-      export FURROW_DATABASE_URL="$FURROW_URL&pool_max_conns=$FURROW_POOL" FURROW_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" \
+      # shellcheck disable=SC2154 # furrow_url comes from the state file
+      export FURROW_DATABASE_URL="$furrow_url&pool_max_conns=$furrow_pool" FURROW_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" \
         FURROW_TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT" FURROW_HTTP_ADDR="127.0.0.1:$port"
       if [[ ${FURROW_METRICS_ADDR:-} != off ]]; then
         export FURROW_METRICS_ADDR="127.0.0.1:$mport"
@@ -334,22 +390,26 @@ start_process() {
     ;;
   *) die "unknown process $name" ;;
   esac
-  wait_ready "$name"
+  wait_ready "$name" "$from"
 }
 
-# wait_ready NAME waits until the process answers, or fails showing its log.
+# wait_ready NAME [FROM] waits until the process answers, or fails showing
+# its log; a worker answers with a line of its log past byte FROM. Each
+# probe has a time limit: a port held by a program that accepts and never
+# answers would otherwise stop the wait.
 wait_ready() {
-  local name=$1 i
+  local name=$1 from=${2:-0} i
   for i in $(seq 1 240); do
     running "$name" || break
     case $name in
-    redis) redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && owns "$name" "$REDIS_PORT" && return ;;
+    redis) timeout 2 redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && owns "$name" "$REDIS_PORT" && return ;;
     temporal) (exec 3<>"/dev/tcp/127.0.0.1/$TEMPORAL_PORT") 2>/dev/null && owns "$name" "$TEMPORAL_PORT" && return ;;
     serve-*)
       local port=${name//-/_}_PORT
-      curl -fsS "http://127.0.0.1:${!port}/readyz" >/dev/null 2>&1 && owns "$name" "${!port}" && return
+      curl -fsS --max-time 2 "http://127.0.0.1:${!port}/readyz" >/dev/null 2>&1 && owns "$name" "${!port}" && return
       ;;
-    worker-*) grep -q "worker started" "$RUN/logs/$name.log" 2>/dev/null && return ;;
+    # Not the pipe tail | grep -q: grep's early exit can fail tail (pipefail).
+    worker-*) grep -q "worker started" < <(tail -c +"$((from + 1))" "$RUN/logs/$name.log" 2>/dev/null) && return ;;
     esac
     sleep 0.5
   done
@@ -421,7 +481,7 @@ print_addresses() {
   done
   echo "temporal: 127.0.0.1:$TEMPORAL_PORT"
   echo "redis: redis://127.0.0.1:$REDIS_PORT/0"
-  echo "database: $FURROW_URL"
+  echo "database: $furrow_url"
   if [[ ${CLUSTER_PPROF:-} == 1 ]]; then
     local name port
     echo "pprof temporal: 127.0.0.1:$TEMPORAL_PPROF_PORT"
@@ -430,6 +490,38 @@ print_addresses() {
       echo "pprof $name: 127.0.0.1:${!port}"
     done
   fi
+}
+
+# write_state ID names the run's databases after ID and writes the state
+# file and furrow.env (the FURROW_* variables of up's environment), the
+# user's alone: they hold the database password. Call it in this shell: see
+# alloc_ports.
+write_state() {
+  local id=$1 mask
+  TEMPORAL_DB=cluster_${id}_temporal VISIBILITY_DB=cluster_${id}_visibility furrow_db=cluster_${id}_furrow
+  SERVES=${CLUSTER_SERVES:-2} WORKERS=${CLUSTER_WORKERS:-2}
+  mask=$(umask)
+  umask 077
+  rm -f "$STATE" "$RUN/furrow.env" # a file that exists keeps its mode
+  {
+    echo "TBIN=$(shq "$TBIN")"
+    echo "TEMPORAL_DB=$TEMPORAL_DB VISIBILITY_DB=$VISIBILITY_DB furrow_db=$furrow_db"
+    echo "furrow_url=$(shq "$(pg_url "$furrow_db" "$PGPASSWORD_")")"
+    # Read by the end-to-end tests, which connect to it.
+    echo "VISIBILITY_URL=$(shq "$(pg_url "$VISIBILITY_DB" "$PGPASSWORD_")")"
+    echo "SERVES=$SERVES WORKERS=$WORKERS"
+    alloc_ports "$SERVES" "$WORKERS"
+  } >"$STATE"
+  export -p | grep '^declare -x FURROW_' | sed 's/^declare -x /export /' >"$RUN/furrow.env" || true
+  umask "$mask"
+}
+
+# temporal_setup registers the namespace and the search attributes and trims
+# the visibility indexes. The password goes in PGPASSWORD, which pgx reads
+# when the URL has none: a command line is readable by every user (ps).
+temporal_setup() {
+  PGPASSWORD=$PGPASSWORD_ "$RUN/bin/temporalsetup" -address "127.0.0.1:$TEMPORAL_PORT" -namespace "${FURROW_TEMPORAL_NAMESPACE:-default}" \
+    -retention 720h -trim-visibility "$(pg_url "$VISIBILITY_DB")" >>"$RUN/logs/temporalsetup.log" 2>&1
 }
 
 up() {
@@ -442,34 +534,21 @@ up() {
   furrow_bins
   local id i
   id=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
-  TEMPORAL_DB=cluster_${id}_temporal VISIBILITY_DB=cluster_${id}_visibility FURROW_DB=cluster_${id}_furrow
-  SERVES=${CLUSTER_SERVES:-2} WORKERS=${CLUSTER_WORKERS:-2}
-  local pgauth=$PGUSER_
-  [[ -n $PGPASSWORD_ ]] && pgauth+=":$PGPASSWORD_"
-  {
-    echo "TBIN=$TBIN"
-    echo "TEMPORAL_DB=$TEMPORAL_DB VISIBILITY_DB=$VISIBILITY_DB FURROW_DB=$FURROW_DB"
-    echo "FURROW_URL='postgres://$pgauth@$PGHOST_:$PGPORT_/$FURROW_DB?sslmode=disable'"
-    echo "VISIBILITY_URL='postgres://$pgauth@$PGHOST_:$PGPORT_/$VISIBILITY_DB?sslmode=disable'"
-    echo "SERVES=$SERVES WORKERS=$WORKERS"
-    alloc_ports "$SERVES" "$WORKERS"
-  } >"$STATE"
-  export -p | grep '^declare -x FURROW_' | sed 's/^declare -x /export /' >"$RUN/furrow.env" || true
+  write_state "$id"
   trap 'say "up failed; stopping what started"; down >&2' EXIT
   databases
   write_temporal_config
-  say "migrating $FURROW_DB"
+  say "migrating $furrow_db"
   # shellcheck disable=SC1091
   source "$STATE"
-  FURROW_DATABASE_URL=$FURROW_URL "$RUN/bin/furrow" migrate >>"$RUN/logs/migrate.log" 2>&1 ||
+  FURROW_DATABASE_URL=$furrow_url "$RUN/bin/furrow" migrate >>"$RUN/logs/migrate.log" 2>&1 ||
     die "furrow migrate failed (see $RUN/logs/migrate.log)"
   for i in redis temporal; do
     say "starting $i"
     start_process "$i"
   done
   say "registering namespace ${FURROW_TEMPORAL_NAMESPACE:-default} (30-day retention) and the Furrow search attributes; trimming visibility indexes"
-  "$RUN/bin/temporalsetup" -address "127.0.0.1:$TEMPORAL_PORT" -namespace "${FURROW_TEMPORAL_NAMESPACE:-default}" \
-    -retention 720h -trim-visibility "$VISIBILITY_URL" >>"$RUN/logs/temporalsetup.log" 2>&1 ||
+  temporal_setup ||
     die "Temporal setup failed (see $RUN/logs/temporalsetup.log)"
   for i in $(names | grep -v 'redis\|temporal'); do
     say "starting $i"
@@ -491,7 +570,7 @@ down() {
   # shellcheck disable=SC1091
   source "$STATE"
   local db
-  for db in "$FURROW_DB" "$TEMPORAL_DB" "$VISIBILITY_DB"; do
+  for db in "$furrow_db" "$TEMPORAL_DB" "$VISIBILITY_DB"; do
     [[ -x $TBIN/temporal-sql-tool ]] && sql_tool --db "$db" drop-database --force >>"$RUN/logs/schema.log" 2>&1 || true
   done
   rm -f "$STATE" "$RUN/furrow.env"

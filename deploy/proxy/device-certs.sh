@@ -104,15 +104,20 @@ ca() {
 issue() {
   local dir=$1 id=$2 days=$3
   [[ $id =~ $uuid_re ]] || { echo "device-certs: $id is not a device UUID" >&2; exit 2; }
+  [[ $days =~ ^[1-9][0-9]*$ ]] || { echo "device-certs: $days is not a number of days" >&2; exit 2; }
   id=${id,,}
   (
     use_ca "$dir"
     printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature" \
       "extendedKeyUsage=clientAuth" > "$tmp/device.ext"
-    (umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "device-$id.key")
-    openssl req -new -key "device-$id.key" -out "$tmp/device.csr" -subj "/CN=device:$id"
-    run openssl ca -batch -config "$tmp/ca.cnf" -in "$tmp/device.csr" -out "device-$id.pem" \
+    # The new key and certificate replace the device's only once both
+    # exist: a failed issue leaves its earlier pair matching.
+    (umask 077 && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/device.key")
+    openssl req -new -key "$tmp/device.key" -out "$tmp/device.csr" -subj "/CN=device:$id"
+    run openssl ca -batch -config "$tmp/ca.cnf" -in "$tmp/device.csr" -out "$tmp/device.pem" \
       -days "$days" -extfile "$tmp/device.ext" -notext
+    mv -f "$tmp/device.key" "device-$id.key"
+    mv -f "$tmp/device.pem" "device-$id.pem"
   )
   echo "device certificate: $dir/device-$id.pem (key $dir/device-$id.key)"
 }
