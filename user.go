@@ -2,6 +2,9 @@ package furrow
 
 import (
 	"encoding/json"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -11,6 +14,30 @@ import (
 type User struct {
 	ID    uuid.UUID `json:"id"`
 	Email string    `json:"email"`
+}
+
+// MaxEmailLength is the longest email address accepted, in bytes: the
+// longest an SMTP path can carry (RFC 5321).
+const MaxEmailLength = 254
+
+// CheckEmail returns EINVALID unless email could be an address: 3 to
+// MaxEmailLength bytes of UTF-8 without spaces or control characters, with
+// exactly one '@' between a local part and a domain, neither empty. It is
+// not RFC 5322: it stops what is plainly no address (a blank, a pasted
+// line, a name), which would otherwise be stored as a user's identity.
+func CheckEmail(email string) error {
+	invalid := Errorf(EINVALID, "The email must be an address such as ada@example.com: 3 to %d bytes, no spaces or control characters, one @ between a name and a domain.", MaxEmailLength)
+	if len(email) < 3 || len(email) > MaxEmailLength || !utf8.ValidString(email) {
+		return invalid
+	}
+	if strings.IndexFunc(email, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return invalid
+	}
+	local, domain, _ := strings.Cut(email, "@")
+	if local == "" || domain == "" || strings.Contains(domain, "@") {
+		return invalid
+	}
+	return nil
 }
 
 // UserTokenPrefix starts every user token.

@@ -19,6 +19,11 @@ type WorkerOptions struct {
 	// LocalActivitiesOnly makes the worker run workflow tasks and local
 	// activities only, leaving regular activities to other workers.
 	LocalActivitiesOnly bool
+	// OnFatalError is called once if the SDK stops the worker on an error
+	// it does not retry, such as an unknown namespace. The worker then
+	// takes no task, so its process must end or replace it; nil: nobody
+	// hears of it but the log.
+	OnFatalError func(error)
 }
 
 // NewWorker returns a worker (not started) on workflows.TaskQueue running
@@ -27,6 +32,7 @@ func NewWorker(c client.Client, acts *activities.Activities, opts WorkerOptions)
 	w := worker.New(c, workflows.TaskQueue, worker.Options{
 		WorkerStopTimeout:       opts.StopTimeout,
 		LocalActivityWorkerOnly: opts.LocalActivitiesOnly,
+		OnFatalError:            opts.OnFatalError,
 	})
 	Register(w, acts)
 	return w

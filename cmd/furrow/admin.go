@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/store"
 )
 
@@ -25,7 +26,7 @@ func runMigrate(ctx context.Context, cfg Config, logger *slog.Logger) error {
 }
 
 // adminCommands are the subcommands of `furrow admin`, each with a flag set.
-var adminCommands = map[string]func(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error{
+var adminCommands = map[string]func(ctx context.Context, load settings, args []string, stdout io.Writer, log *slog.Logger) error{
 	"create-user":  adminCreateUser,
 	"seal-secrets": adminSealSecrets,
 	"reseal":       adminReseal,
@@ -33,11 +34,11 @@ var adminCommands = map[string]func(ctx context.Context, cfg Config, args []stri
 
 // runAdmin handles the `furrow admin` subcommands, which work on the
 // database directly.
-func runAdmin(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error {
+func runAdmin(ctx context.Context, load settings, args []string, stdout io.Writer, log *slog.Logger) error {
 	if len(args) == 0 || adminCommands[args[0]] == nil {
 		return fmt.Errorf("admin: expected create-user, seal-secrets or reseal: %w", errUsage)
 	}
-	return adminCommands[args[0]](ctx, cfg, args[1:], stdout, log)
+	return adminCommands[args[0]](ctx, load, args[1:], stdout, log)
 }
 
 // parseFlags parses args into fs, whose usage goes to stdout when asked
@@ -64,7 +65,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 // adminCreateUser handles `furrow admin create-user --email E`: the app's
 // identity system is outside this service, so operators and tests make
 // users here.
-func adminCreateUser(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error {
+func adminCreateUser(ctx context.Context, load settings, args []string, stdout io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("furrow admin create-user", flag.ContinueOnError)
 	email := fs.String("email", "", "the new user's email")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -72,6 +73,13 @@ func adminCreateUser(ctx context.Context, cfg Config, args []string, stdout io.W
 	}
 	if *email == "" {
 		return fmt.Errorf("admin create-user: --email is required: %w", errUsage)
+	}
+	if err := furrow.CheckEmail(*email); err != nil {
+		return fmt.Errorf("admin create-user: --email %q: %s: %w", *email, furrow.ErrorMessage(err), errUsage)
+	}
+	cfg, err := load()
+	if err != nil {
+		return err
 	}
 	// The configured options, so that the connection bounds hold here too
 	// and the user is written as serve would write it.

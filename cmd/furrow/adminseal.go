@@ -86,16 +86,16 @@ type sealSummary struct {
 // tests can make the count fail.
 var secretsByKey = (*store.DB).SecretsByKey
 
-func adminSealSecrets(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error {
-	return adminSeal(ctx, cfg, args, stdout, log, "seal-secrets", sealSecretsHelp, false)
+func adminSealSecrets(ctx context.Context, load settings, args []string, stdout io.Writer, log *slog.Logger) error {
+	return adminSeal(ctx, load, args, stdout, log, "seal-secrets", sealSecretsHelp, false)
 }
 
-func adminReseal(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error {
-	return adminSeal(ctx, cfg, args, stdout, log, "reseal", resealHelp, true)
+func adminReseal(ctx context.Context, load settings, args []string, stdout io.Writer, log *slog.Logger) error {
+	return adminSeal(ctx, load, args, stdout, log, "reseal", resealHelp, true)
 }
 
 // adminSeal runs SealSecrets as `furrow admin <name>` and prints its summary.
-func adminSeal(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger, name, help string, reseal bool) error {
+func adminSeal(ctx context.Context, load settings, args []string, stdout io.Writer, log *slog.Logger, name, help string, reseal bool) error {
 	fs := flag.NewFlagSet("furrow admin "+name, flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), help)
@@ -108,6 +108,10 @@ func adminSeal(ctx context.Context, cfg Config, args []string, stdout io.Writer,
 	}
 	if *batch <= 0 {
 		return fmt.Errorf("admin %s: --batch must be positive: %w", name, errUsage)
+	}
+	cfg, err := load()
+	if err != nil {
+		return err
 	}
 	if cfg.SecretKeys == nil {
 		return fmt.Errorf("admin %s: FURROW_SECRET_KEYS is not set, so there is no key to seal with", name)

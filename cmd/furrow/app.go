@@ -75,9 +75,6 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	})
 	s.watch(m)
 	m.WatchFailOpen(limits.failOpens)
-	if cfg.WebhookAllowPrivate {
-		log.Warn("FURROW_WEBHOOK_ALLOW_PRIVATE is on: webhooks may point at http, loopback and private addresses; never use this in production")
-	}
 	control := temporal.NewControl(tc, cfg.RetrySchedule)
 	handler := api.New(api.Config{
 		TrustedProxies:       cfg.TrustedProxies,

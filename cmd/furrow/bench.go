@@ -19,8 +19,9 @@ import (
 
 // runBench handles `furrow bench baseline|ingest|delivery`; BENCHMARKS.md
 // describes each. It prints the figures, then fails if a guarantee was
-// broken (a 5xx, an unstored 201, an undelivered event).
-func runBench(ctx context.Context, cfg Config, args []string, stdout io.Writer, log *slog.Logger) error {
+// broken (a 5xx, an unstored 201, an undelivered event). Each tool reads
+// the settings with load once its flags are parsed and checked.
+func runBench(ctx context.Context, load settings, args []string, stdout io.Writer, log *slog.Logger) error {
 	if len(args) == 0 {
 		return fmt.Errorf("bench: expected baseline, ingest or delivery: %w", errUsage)
 	}
@@ -31,16 +32,16 @@ func runBench(ctx context.Context, cfg Config, args []string, stdout io.Writer, 
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	switch args[0] {
 	case "baseline":
-		return benchBaseline(ctx, cfg, fs, args[1:], stdout, jsonOut)
+		return benchBaseline(ctx, load, fs, args[1:], stdout, jsonOut)
 	case "ingest":
-		return benchIngest(ctx, cfg, fs, args[1:], stdout, log, jsonOut)
+		return benchIngest(ctx, load, fs, args[1:], stdout, log, jsonOut)
 	case "delivery":
-		return benchDelivery(ctx, cfg, fs, args[1:], stdout, log, jsonOut)
+		return benchDelivery(ctx, load, fs, args[1:], stdout, log, jsonOut)
 	}
 	return fmt.Errorf("bench: unknown tool %q: %w", args[0], errUsage)
 }
 
-func benchBaseline(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, jsonOut *bool) error {
+func benchBaseline(ctx context.Context, load settings, fs *flag.FlagSet, args []string, out io.Writer, jsonOut *bool) error {
 	conc := fs.Int("concurrency", 64, "connections")
 	dur := fs.Duration("duration", 10*time.Second, "how long to run")
 	warm := fs.Duration("warmup", 2*time.Second, "how long to run first, unmeasured, while connections open")
@@ -49,6 +50,10 @@ func benchBaseline(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 	}
 	if *conc < 1 || *dur <= 0 || *warm < 0 {
 		return fmt.Errorf("bench baseline: --concurrency and --duration must be positive: %w", errUsage)
+	}
+	cfg, err := load()
+	if err != nil {
+		return err
 	}
 	r, err := bench.Baseline(ctx, bench.BaselineConfig{DatabaseURL: cfg.DatabaseURL, Concurrency: *conc, Duration: *dur, Warmup: *warm})
 	if err != nil {
@@ -61,10 +66,10 @@ func benchBaseline(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 	return nil
 }
 
-func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
-	c := bench.IngestConfig{DatabaseURL: cfg.DatabaseURL, TemporalAddress: cfg.TemporalAddress, Environ: os.Environ(), Logger: log}
+func benchIngest(ctx context.Context, load settings, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
+	c := bench.IngestConfig{Environ: os.Environ(), Logger: log}
 	fs.StringVar(&c.URL, "url", "", "API to measure (its database is FURROW_DATABASE_URL); empty starts `furrow serve` on a scratch database")
-	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server (rate limiter and bus); default FURROW_REDIS_URL")
+	fs.StringVar(&c.RedisURL, "redis", "", "Redis of the started server (rate limiter and bus); default FURROW_REDIS_URL")
 	fs.IntVar(&c.Devices, "devices", bench.DefaultIngestDevices, "devices, each with its own key; requests go to each in turn (the default lets a run of 12s, warm-up included, get 100,000 201s a second before the rate limit caps it, and one of a minute 20,000; a warning says when the limit could cap a run)")
 	fs.IntVar(&c.Concurrency, "concurrency", 64, "connections")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to post")
@@ -79,7 +84,12 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 	if c.Devices < 1 || c.Concurrency < 1 || c.Duration <= 0 || c.Rate < 0 || c.Warmup < 0 {
 		return fmt.Errorf("bench ingest: --devices, --concurrency and --duration must be positive: %w", errUsage)
 	}
-	var err error
+	cfg, err := load()
+	if err != nil {
+		return err
+	}
+	c.DatabaseURL, c.TemporalAddress = cfg.DatabaseURL, cfg.TemporalAddress
+	unlessGiven(fs, "redis", &c.RedisURL, cfg.RedisURL)
 	if c.Binary, err = os.Executable(); err != nil {
 		return err
 	}
@@ -159,10 +169,10 @@ func benchIngest(ctx context.Context, cfg Config, fs *flag.FlagSet, args []strin
 // pacedCeilingNote says what the HTTP ceiling ratio of a paced run is.
 const pacedCeilingNote = "the ingest was paced at --rate and the ceilings ran at full speed: the ceiling ratios are the asked rate's share of each ceiling, bounded by --rate, not how close the server came to them (use --skip-ceilings with --rate, or no --rate for the ratio)"
 
-func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
-	c := bench.DeliveryConfig{DatabaseURL: cfg.DatabaseURL, Environ: os.Environ(), Logger: log}
+func benchDelivery(ctx context.Context, load settings, fs *flag.FlagSet, args []string, out io.Writer, log *slog.Logger, jsonOut *bool) error {
+	c := bench.DeliveryConfig{Environ: os.Environ(), Logger: log}
 	fs.StringVar(&c.URL, "url", "", "server to measure, or comma-separated API replicas of one deployment (its database is FURROW_DATABASE_URL; it must trust --cert-dir/receiver.pem); empty starts `furrow dev`")
-	fs.StringVar(&c.RedisURL, "redis", cfg.RedisURL, "Redis of the started server; default FURROW_REDIS_URL")
+	fs.StringVar(&c.RedisURL, "redis", "", "Redis of the started server; default FURROW_REDIS_URL")
 	fs.StringVar(&c.CertDir, "cert-dir", "", "directory keeping the receiver's certificate (receiver.pem); default a temporary one")
 	fs.Float64Var(&c.Rate, "rate", 50, "readings per second")
 	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "how long to post")
@@ -170,20 +180,12 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 	fs.IntVar(&c.Devices, "devices", 0, "devices; default one per reading per second, so none nears its rate limit")
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "connections")
 	fs.IntVar(&c.Pid, "pid", 0, "process id of the server under test, to report its memory")
-	fs.StringVar(&c.TemporalAddress, "temporal", cfg.TemporalAddress, "with --url: the Temporal frontend (host:port) the server uses, to measure the bare engine on it too; default FURROW_TEMPORAL_ADDRESS")
-	fs.StringVar(&c.Namespace, "namespace", cfg.TemporalNamespace, "with --url: the Temporal namespace of the bare-engine run; default FURROW_TEMPORAL_NAMESPACE (without --url: the started furrow dev's, \"default\")")
+	fs.StringVar(&c.TemporalAddress, "temporal", "", "with --url: the Temporal frontend (host:port) the server uses, to measure the bare engine on it too; default FURROW_TEMPORAL_ADDRESS")
+	fs.StringVar(&c.Namespace, "namespace", "", "with --url: the Temporal namespace of the bare-engine run; default FURROW_TEMPORAL_NAMESPACE (without --url: the started furrow dev's, \"default\")")
 	fs.BoolVar(&c.NoEngine, "no-engine", false, "do not measure the bare engine")
 	fs.IntVar(&c.Turns, "turns", 2, "turns each of the bare engine and Furrow takes, alternately, each of --duration divided by --turns")
 	if err := parse(fs, args); err != nil {
 		return err
-	}
-	if c.URL == "" {
-		// The started `furrow dev` runs its own Temporal, with its one
-		// namespace, "default".
-		if flagGiven(fs, "namespace") {
-			log.Warn("bench delivery: --namespace names a running server's namespace; without --url the bare engine runs in the started furrow dev's, \"default\"")
-		}
-		c.TemporalAddress, c.Namespace = "", ""
 	}
 	if c.Rate <= 0 || c.Duration <= 0 || c.Concurrency < 1 || c.Devices < 0 || c.Turns < 1 {
 		return fmt.Errorf("bench delivery: --rate, --duration, --concurrency and --turns must be positive: %w", errUsage)
@@ -194,10 +196,25 @@ func benchDelivery(ctx context.Context, cfg Config, fs *flag.FlagSet, args []str
 	if c.URL == "" && buildKind == "production" {
 		return errors.New("bench delivery: without --url it starts `furrow dev` from this binary, whose production build (-tags nodev) has no embedded Temporal: give --url (with --temporal), or use a build without nodev")
 	}
+	cfg, err := load()
+	if err != nil {
+		return err
+	}
+	c.DatabaseURL = cfg.DatabaseURL
+	unlessGiven(fs, "redis", &c.RedisURL, cfg.RedisURL)
+	unlessGiven(fs, "temporal", &c.TemporalAddress, cfg.TemporalAddress)
+	unlessGiven(fs, "namespace", &c.Namespace, cfg.TemporalNamespace)
+	if c.URL == "" {
+		// The started `furrow dev` runs its own Temporal, with its one
+		// namespace, "default".
+		if flagGiven(fs, "namespace") {
+			log.Warn("bench delivery: --namespace names a running server's namespace; without --url the bare engine runs in the started furrow dev's, \"default\"")
+		}
+		c.TemporalAddress, c.Namespace = "", ""
+	}
 	if c.Devices == 0 {
 		c.Devices = max(10, int(c.Rate+0.5))
 	}
-	var err error
 	if c.Binary, err = os.Executable(); err != nil {
 		return err
 	}
@@ -285,6 +302,15 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
 	return given
+}
+
+// unlessGiven sets *dst to v unless the command line set the flag name:
+// flags defaulting to a setting get it after parsing, since settings are
+// read only then.
+func unlessGiven(fs *flag.FlagSet, name string, dst *string, v string) {
+	if !flagGiven(fs, name) {
+		*dst = v
+	}
 }
 
 // parse parses flags; a bad flag is a usage error.

@@ -46,7 +46,7 @@ func TestBenchDeliveryWithoutURLNeedsADevBuild(t *testing.T) {
 	if buildKind != "production" {
 		t.Skip("a dev build starts furrow dev; build with -tags nodev,bench to run this")
 	}
-	err := runBench(t.Context(), Config{}, []string{"delivery", "--duration", "1s"}, io.Discard, slog.New(slog.DiscardHandler))
+	err := runBench(t.Context(), func() (Config, error) { return Config{}, nil }, []string{"delivery", "--duration", "1s"}, io.Discard, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "give --url") {
 		t.Errorf("bench delivery without --url on a production build: %v", err)
 	}

@@ -145,3 +145,75 @@ func TestCommandsConnectWithTheConfiguredBounds(t *testing.T) {
 		}
 	}
 }
+
+// admin create-user refuses, as a usage error and before connecting, an
+// --email that is plainly no address.
+func TestCreateUserRefusesWhatIsNoEmail(t *testing.T) {
+	// Were the check missing, the command would get as far as this
+	// database, which refuses connections, and fail with exit 1.
+	e := env(map[string]string{"FURROW_DATABASE_URL": closedPostgres(t), "FURROW_CONNECT_TIMEOUT": "200ms"})
+	for _, email := range []string{"   ", "not an email", "ada@example.com\nbob@example.com", "ada\x00@example.com", "@example.com", "ada@"} {
+		var stderr bytes.Buffer
+		code := report(run(context.Background(), []string{"admin", "create-user", "--email", email}, e, &bytes.Buffer{}, &bytes.Buffer{}), &stderr)
+		if first, _, _ := strings.Cut(stderr.String(), "\n"); code != 2 || !strings.Contains(first, "--email") || !strings.Contains(first, "address") {
+			t.Errorf("--email %q: exit %d, first line of stderr %q; want 2 and an error saying what an address is", email, code, first)
+		}
+	}
+}
+
+// closedPostgres returns the URL of a local port nothing listens on.
+func closedPostgres(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "postgres://furrow@" + addr + "/furrow?sslmode=disable"
+}
+
+// Every process that sends deliveries (dev, serve, and worker, which sends
+// the retries) says once, at start, that webhooks may point anywhere.
+func TestAllowPrivateIsLoggedByEveryDeliveringProcess(t *testing.T) {
+	e := env(map[string]string{
+		"FURROW_WEBHOOK_ALLOW_PRIVATE": "true", "FURROW_METRICS_ADDR": "off",
+		// Each command then stops early: worker and serve for want of
+		// Temporal, dev when its migration cannot connect.
+		"FURROW_DATABASE_URL": closedPostgres(t), "FURROW_CONNECT_TIMEOUT": "200ms",
+	})
+	for _, cmd := range []string{"worker", "serve", "dev"} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), []string{cmd}, e, &bytes.Buffer{}, &stderr)
+		if err == nil {
+			t.Fatalf("furrow %s ran without Temporal or a database", cmd)
+		}
+		warnings := 0
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(line, "level=WARN") && strings.Contains(line, "FURROW_WEBHOOK_ALLOW_PRIVATE") {
+				warnings++
+			}
+		}
+		if warnings != 1 {
+			t.Errorf("furrow %s: %d warnings naming FURROW_WEBHOOK_ALLOW_PRIVATE, want 1; stderr:\n%s", cmd, warnings, stderr.String())
+		}
+	}
+}
+
+// probe exits 0 only when the URL itself answers 200: a redirect to a page
+// that does is not followed.
+func TestProbeDoesNotFollowRedirects(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			http.Redirect(w, r, "/login", http.StatusFound)
+			return
+		}
+		_, _ = w.Write([]byte("login page"))
+	}))
+	defer srv.Close()
+	var out, stderr bytes.Buffer
+	code := report(run(context.Background(), []string{"probe", srv.URL + "/readyz"}, env(nil), &out, &bytes.Buffer{}), &stderr)
+	if code != 1 || !strings.HasPrefix(out.String(), "302") || !strings.Contains(stderr.String(), "answered 302") {
+		t.Errorf("furrow probe of a redirect: exit %d, stdout %q, stderr %q; want 1 and the 302", code, out.String(), stderr.String())
+	}
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/keyring"
@@ -76,6 +79,20 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if strings.EqualFold(c.MetricsAddr, "off") {
 		c.MetricsAddr = ""
+	}
+	// Checked here rather than where they are used, which is late (the
+	// store opens after Temporal answers) or only logged (the worker's
+	// probes, the profiler).
+	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+		// The parser's message may quote the password, so it is left out.
+		return c, fmt.Errorf("FURROW_DATABASE_URL: not a PostgreSQL connection URL such as postgres://user:password@host:5432/database?sslmode=require (the parser's message is left out: it may quote the password)")
+	}
+	for _, a := range []struct{ name, addr string }{
+		{"FURROW_HTTP_ADDR", c.HTTPAddr}, {"FURROW_PPROF_ADDR", c.PprofAddr}, {"FURROW_METRICS_ADDR", c.MetricsAddr},
+	} {
+		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
+			return c, fmt.Errorf("%s: %w", a.name, err)
+		}
 	}
 	c.Tracing = getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 	c.TraceProtocol = or(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
@@ -201,6 +218,20 @@ func parsePrefixes(s string) ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// checkListenAddr checks that addr is host:port, as net.Listen takes it:
+// the host may be empty (every interface), the port a number or a service
+// name.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not a listen address such as :8080 or 127.0.0.1:8080", addr)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("%q has no valid port: %q is neither a port number nor a service name", addr, port)
+	}
+	return nil
 }
 
 func parseSchedule(s string) ([]time.Duration, error) {

@@ -166,3 +166,41 @@ func TestConfigTrustedProxies(t *testing.T) {
 		}
 	}
 }
+
+// A malformed database URL or listen address stops the process at start
+// with an error naming the variable, and never quoting the password.
+func TestConfigURLAndAddresses(t *testing.T) {
+	const pw = "s3cr3t-pw"
+	bad := []struct{ name, val string }{
+		{"FURROW_DATABASE_URL", "postgres://furrow:" + pw + "@db:notaport/furrow"},
+		{"FURROW_DATABASE_URL", "postgres://furrow:" + pw + "@db:5432/furrow?pool_max_conns=many"},
+		{"FURROW_DATABASE_URL", "postgres://furrow:" + pw + "%zz@db/furrow"},
+		{"FURROW_DATABASE_URL", "host=db password=" + pw + " bogus"},
+		{"FURROW_HTTP_ADDR", "bogus"},
+		{"FURROW_HTTP_ADDR", "8080"},
+		{"FURROW_HTTP_ADDR", ":99999"},
+		{"FURROW_PPROF_ADDR", "bogus"},
+		{"FURROW_PPROF_ADDR", "127.0.0.1:no-such-service"},
+		{"FURROW_METRICS_ADDR", "9464"},
+	}
+	for _, c := range bad {
+		_, err := loadConfig(env(map[string]string{c.name: c.val}))
+		if err == nil || !strings.HasPrefix(err.Error(), c.name+": ") || strings.Contains(err.Error(), pw) {
+			t.Errorf("%s=%q: err = %v, want one naming the variable, without the password", c.name, c.val, err)
+		}
+	}
+	good := []struct{ name, val string }{
+		{"FURROW_DATABASE_URL", "postgres://furrow:pw@db.internal:5432/furrow?sslmode=require&pool_max_conns=20"},
+		{"FURROW_DATABASE_URL", "host=db user=furrow password=pw dbname=furrow sslmode=disable"},
+		{"FURROW_HTTP_ADDR", "0.0.0.0:8080"},
+		{"FURROW_HTTP_ADDR", "[::1]:8080"},
+		{"FURROW_HTTP_ADDR", ":0"},
+		{"FURROW_PPROF_ADDR", "127.0.0.1:6060"},
+		{"FURROW_PPROF_ADDR", ""},
+	}
+	for _, c := range good {
+		if _, err := loadConfig(env(map[string]string{c.name: c.val})); err != nil {
+			t.Errorf("%s=%q: %v", c.name, c.val, err)
+		}
+	}
+}

@@ -49,7 +49,9 @@ func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	w, err := newWorker(cfg, obs, log, tc, s.db, s.bus)
+	ctx, stopDev := context.WithCancelCause(ctx)
+	defer stopDev(nil)
+	w, err := buildWorker(cfg, obs, log, tc, s.db, s.bus, stopOnFatal(stopDev, log))
 	if err != nil {
 		s.close()
 		return err
@@ -58,7 +60,10 @@ func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logge
 		s.close()
 		return err
 	}
-	return serveAll(ctx, s, tc, w)
+	if err := serveAll(ctx, s, tc, w); err != nil {
+		return err
+	}
+	return workerFatal(ctx)
 }
 
 // serveAll runs s and the worker w until ctx ends.

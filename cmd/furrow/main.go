@@ -117,9 +117,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // runCommand runs the command args[0].
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	// help and probe read no setting, so a malformed one (or an unreadable
-	// key-ring file) does not fail them: probe is the containers' health
-	// check, and help is how an operator finds the fix.
+	// help, probe and the command lines of admin and bench are read before
+	// any setting, so a malformed one (or an unreadable key-ring file) does
+	// not fail them: probe is the containers' health check, and help is how
+	// an operator finds the fix.
 	switch args[0] {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -138,22 +139,29 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cfg, err := loadConfig(getenv)
+	load := func() (Config, error) { return loadConfig(getenv) }
+	switch args[0] {
+	case "admin":
+		return runAdmin(ctx, load, args[1:], stdout, logger)
+	case "bench":
+		return runBench(ctx, load, args[1:], stdout, logger)
+	}
+	cfg, err := load()
 	if err != nil {
 		return err
 	}
-	switch args[0] {
-	case "dev", "serve", "worker":
-		buf := newLogBuffer(stderr, logFlushEvery)
-		defer buf.close()
-		return runService(ctx, args[0], cfg, serviceLogger(buf), stdout)
-	case "migrate":
+	if args[0] == "migrate" {
 		return runMigrate(ctx, cfg, logger)
-	case "admin":
-		return runAdmin(ctx, cfg, args[1:], stdout, logger)
 	}
-	return runBench(ctx, cfg, args[1:], stdout, logger)
+	buf := newLogBuffer(stderr, logFlushEvery)
+	defer buf.close()
+	return runService(ctx, args[0], cfg, serviceLogger(buf), stdout)
 }
+
+// settings reads the configuration. Commands with flags call it once their
+// command line is parsed and checked, so that their help and usage errors
+// never depend on a setting.
+type settings func() (Config, error)
 
 // runService runs one of the long-running commands with the profiler and
 // the metrics listener beside it.
@@ -166,6 +174,11 @@ func runService(ctx context.Context, command string, cfg Config, log *slog.Logge
 	defer obs.stop()
 	if command != "dev" {
 		warnUnsealed(cfg, log)
+	}
+	// Here, once for dev, serve and worker alike: each sends deliveries
+	// (worker the retries), so each says it may send them anywhere.
+	if cfg.WebhookAllowPrivate {
+		log.Warn("FURROW_WEBHOOK_ALLOW_PRIVATE is on: webhooks may point at http, loopback and private addresses; never use this in production")
 	}
 	switch command {
 	case "dev":

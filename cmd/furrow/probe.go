@@ -15,6 +15,13 @@ import (
 // timeouts of compose and Kubernetes.
 const probeTimeout = 3 * time.Second
 
+// probeClient does not follow redirects: the URL itself must answer 200,
+// not a page it sends the probe to (a login page, another replica's).
+// runProbe bounds each request by probeTimeout.
+var probeClient = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
 // runProbe is `furrow probe URL`: exit 0 when URL answers 200. The runtime
 // image has no shell or curl, so container health checks call the binary.
 func runProbe(ctx context.Context, args []string, stdout io.Writer) error {
@@ -27,7 +34,7 @@ func runProbe(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := probeClient.Do(req)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -47,7 +48,9 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		return err
 	}
 	defer closeBus()
-	w, err := newWorker(cfg, obs, log, tc, db, events)
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	w, err := buildWorker(cfg, obs, log, tc, db, events, stopOnFatal(stop, log))
 	if err != nil {
 		return err
 	}
@@ -58,7 +61,32 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	<-ctx.Done()
 	log.Info("stopping: activities in flight finish", "shutdown_timeout", cfg.ShutdownTimeout)
 	w.Stop()
+	if err := workerFatal(ctx); err != nil {
+		return err
+	}
 	log.Info("stopped")
+	return nil
+}
+
+// errWorkerFatal ends a process whose worker the SDK stopped on an error
+// it does not retry (an unknown namespace, say): running on, the process
+// would take no task while its /readyz said it was ready.
+var errWorkerFatal = errors.New("the Temporal worker stopped on an error it does not retry")
+
+// stopOnFatal returns the OnFatalError of a process's worker: it logs err
+// and ends the process's context with it as the cause (workerFatal).
+func stopOnFatal(stop context.CancelCauseFunc, log *slog.Logger) func(error) {
+	return func(err error) {
+		log.Error(errWorkerFatal.Error()+"; stopping", "err", err)
+		stop(fmt.Errorf("%w: %w", errWorkerFatal, err))
+	}
+}
+
+// workerFatal returns the worker's fatal error if it ended ctx, else nil.
+func workerFatal(ctx context.Context) error {
+	if err := context.Cause(ctx); errors.Is(err, errWorkerFatal) {
+		return err
+	}
 	return nil
 }
 
@@ -101,26 +129,33 @@ func startWorker(ctx context.Context, cfg Config, log *slog.Logger, tc client.Cl
 	return nil
 }
 
+// buildWorker builds the worker of `furrow worker` and `furrow dev`; a
+// variable so that tests can stand in one that fails.
+var buildWorker = newWorker
+
 // newWorker builds a worker running every workflow and activity; events,
-// which may be nil, publishes the events its activities store.
-func newWorker(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher) (worker.Worker, error) {
+// which may be nil, publishes the events its activities store, and
+// onFatal is its OnFatalError.
+func newWorker(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher, onFatal func(error)) (worker.Worker, error) {
 	build, err := workerBuilder(cfg, obs, log, tc, db, events, false)
 	if err != nil {
 		return nil, err
 	}
-	return build(), nil
+	return build(onFatal), nil
 }
 
 // workerBuilder returns a function building workers of the activities
-// newActivities wires; localOnly leaves regular activities (retries,
-// maintenance) to other workers.
-func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher, localOnly bool) (func() worker.Worker, error) {
+// newActivities wires, given each worker's OnFatalError; localOnly leaves
+// regular activities (retries, maintenance) to other workers.
+func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher, localOnly bool) (func(onFatal func(error)) worker.Worker, error) {
 	acts, err := newActivities(cfg, obs, log, tc, db, events)
 	if err != nil {
 		return nil, err
 	}
-	opts := temporal.WorkerOptions{StopTimeout: cfg.ShutdownTimeout, LocalActivitiesOnly: localOnly}
-	return func() worker.Worker { return temporal.NewWorker(tc, acts, opts) }, nil
+	return func(onFatal func(error)) worker.Worker {
+		opts := temporal.WorkerOptions{StopTimeout: cfg.ShutdownTimeout, LocalActivitiesOnly: localOnly, OnFatalError: onFatal}
+		return temporal.NewWorker(tc, acts, opts)
+	}, nil
 }
 
 // newActivities wires the activities to the store, the guarded webhook

@@ -1,0 +1,118 @@
+//go:build !nodev
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/furrowhq/furrow/store"
+	"github.com/furrowhq/furrow/temporal/devserver"
+	"github.com/furrowhq/furrow/workflows"
+)
+
+// stubWorker starts at once and takes no task.
+type stubWorker struct {
+	worker.Worker // the rest is never called
+	stopped       atomic.Bool
+}
+
+func (w *stubWorker) Start() error { return nil }
+func (w *stubWorker) Stop()        { w.stopped.Store(true) }
+
+// `furrow worker` ends with an error naming the reason (exit 1) when the
+// SDK stops its worker on an error it does not retry, rather than running
+// on without one while /readyz answers 200. The SDK retries such an error
+// for two minutes before it gives up, so a stand-in worker has its
+// OnFatalError called; Temporal and PostgreSQL are real.
+func TestWorkerExitsOnAFatalWorkerError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Options{
+		FrontendAddr: "127.0.0.1:0", DisableUI: true, SearchAttributes: workflows.SearchAttributes(),
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	built := make(chan func(error), 1)
+	w := &stubWorker{}
+	buildWorker = func(_ Config, _ *observability, _ *slog.Logger, _ client.Client, _ *store.DB, _ furrow.EventPublisher, onFatal func(error)) (worker.Worker, error) {
+		built <- onFatal
+		return w, nil
+	}
+	t.Cleanup(func() { buildWorker = newWorker })
+	probes := freePort(t)
+	e := env(map[string]string{
+		"FURROW_DATABASE_URL":     testenv.NewDatabase(t, schema),
+		"FURROW_TEMPORAL_ADDRESS": srv.FrontendAddr(),
+		"FURROW_HTTP_ADDR":        probes,
+		"FURROW_METRICS_ADDR":     "off",
+	})
+	stderr := &testenv.Buffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"worker"}, e, &bytes.Buffer{}, stderr) }()
+	var onFatal func(error)
+	select {
+	case onFatal = <-built:
+	case err := <-done:
+		t.Fatalf("furrow worker stopped before building its worker: %v; stderr:\n%s", err, stderr)
+	}
+	if onFatal == nil {
+		t.Fatal("the worker was built without an OnFatalError")
+	}
+	// Ready first, as a worker whose polls fail is.
+	for !strings.Contains(stderr.String(), "worker started") || !answers(t, "http://"+probes+"/readyz", http.StatusOK) {
+		select {
+		case err := <-done:
+			t.Fatalf("furrow worker stopped before it was ready: %v; stderr:\n%s", err, stderr)
+		case <-ctx.Done():
+			t.Fatalf("furrow worker not ready; stderr:\n%s", stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	onFatal(serviceerror.NewNamespaceNotFound("furrow"))
+	select {
+	case err := <-done:
+		var nf *serviceerror.NamespaceNotFound
+		if code := report(err, &bytes.Buffer{}); code != 1 || !errors.As(err, &nf) {
+			t.Errorf("furrow worker ended with %v (exit %d); want exit 1 with the fatal error", err, code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("furrow worker still running 10 s after its worker's fatal error; stderr:\n%s", stderr)
+	}
+	if !w.stopped.Load() {
+		t.Error("the worker was not stopped")
+	}
+	if !strings.Contains(stderr.String(), `level=ERROR msg="the Temporal worker stopped on an error it does not retry; stopping" err="Namespace furrow is not found`) {
+		t.Errorf("no ERROR line with the reason; stderr:\n%s", stderr)
+	}
+}
+
+// answers reports whether url answers status.
+func answers(t *testing.T, url string, status int) bool {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == status
+}
