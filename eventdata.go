@@ -3,6 +3,7 @@ package furrow
 import (
 	"strconv"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // CheckEventData returns EINVALID unless data, valid JSON, can be stored
@@ -60,8 +61,7 @@ func checkJSONString(data []byte, i int) (int, error) {
 			case r == 0:
 				return 0, Errorf(EINVALID, "The field data must not contain the NUL character (\\u0000).")
 			case utf16.IsSurrogate(r):
-				low, ok := escapedRune(data, i+6)
-				if r >= 0xDC00 || !ok || utf16.DecodeRune(r, low) == '\uFFFD' {
+				if loneSurrogate(data, i, r) {
 					return 0, Errorf(EINVALID, "The field data must not contain a lone UTF-16 surrogate (\\u%04x).", r)
 				}
 				i += 12
@@ -73,6 +73,40 @@ func checkJSONString(data []byte, i int) (int, error) {
 		}
 	}
 	return 0, errEventDataSyntax
+}
+
+// loneSurrogate says whether r, a surrogate escaped at data[i], is not the
+// first half of a pair completed by the next escape.
+func loneSurrogate(data []byte, i int, r rune) bool {
+	low, ok := escapedRune(data, i+6)
+	return r >= 0xDC00 || !ok || utf16.DecodeRune(r, low) == '\uFFFD'
+}
+
+// ExactJSONString says whether the JSON string quoted, quotes included,
+// decodes to exactly the text it spells: valid UTF-8 with no lone UTF-16
+// surrogate escape, both of which a JSON decoder would replace with U+FFFD
+// and so store something other than what was sent.
+func ExactJSONString(quoted []byte) bool {
+	if !utf8.Valid(quoted) {
+		return false
+	}
+	for i := 1; i < len(quoted)-1; i++ {
+		if quoted[i] != '\\' {
+			continue
+		}
+		r, ok := escapedRune(quoted, i)
+		switch {
+		case !ok:
+			i++ // a one-letter escape: skip its letter
+		case utf16.IsSurrogate(r) && loneSurrogate(quoted, i, r):
+			return false
+		case utf16.IsSurrogate(r):
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return true
 }
 
 var errEventDataSyntax = Errorf(EINVALID, "The field data must be a JSON object.")

@@ -41,8 +41,9 @@ var (
 // metric_id must be an integer literal (220.0 and 2.2e2 are rejected, like
 // "220"); device_id must be the 36-character hyphenated UUID form, in any
 // case; a value containing a NUL character is rejected, as it cannot be
-// stored as text. Field names and strings are read as encoding/json reads
-// them: escapes decoded, invalid UTF-8 replaced by U+FFFD.
+// stored as text, and so is a value that is not valid UTF-8 or holds a lone
+// UTF-16 surrogate escape, which would be stored as U+FFFD. Field names and
+// the other strings are read as encoding/json reads them.
 func DecodeReadingIn(body []byte) (ReadingIn, error) {
 	fields, err := topLevelFields(body)
 	if err != nil {
@@ -421,6 +422,11 @@ func decodeMetricID(raw []byte) (int32, error) {
 func decodeValue(raw []byte) (string, error) {
 	switch c := raw[0]; {
 	case c == '"':
+		// A decoder would store U+FFFD for what it cannot read; the value
+		// is stored as sent or not at all.
+		if !furrow.ExactJSONString(raw) {
+			return "", invalid("The field value must be valid UTF-8 text, with no lone UTF-16 surrogate escape.")
+		}
 		if v, ok := decodeJSONString(raw); ok {
 			return v, nil
 		}

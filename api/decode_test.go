@@ -9,6 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/furrowhq/furrow"
 )
 
@@ -189,12 +191,10 @@ func TestDecodeReadingInReasons(t *testing.T) {
 }
 
 // TestDecodeReadingInDecodesAsEncodingJSON: escapes in names and strings
-// are decoded, invalid UTF-8 in a string becomes U+FFFD.
+// are decoded.
 func TestDecodeReadingInDecodesAsEncodingJSON(t *testing.T) {
 	cases := []struct{ body, value string }{
-		{`{"device\u005fid":"\u0035` + testDevice[1:] + `","metric_id":7,"value":"a\/b\n\u00e9\ud83d\ude00"}`, "a/b\né😀"},
-		{`{"device_id":"` + testDevice + `","metric_id":7,"value":"x` + "\xff" + `y"}`, "x\uFFFDy"},
-		{`{"device_id":"` + testDevice + `","metric_id":7,"value":"\ud800"}`, "\uFFFD"},
+		{`{"device\u005fid":"\u0035` + testDevice[1:] + `","metric_id":7,"value":"a\/b\n\u00e9\ud83d\ude00\ufffd"}`, "a/b\né😀\uFFFD"},
 		{"\r\n\t{ \"device_id\" : \"" + testDevice + "\" , \"metric_id\" : 7 ,\"value\":\r3 } \n", "3"},
 		{`{"device_id":"` + testDevice + `","metric_id":7,"value":0,"other":[{"a":[true,false,null,"]"]},-1.5E-3]}`, "0"},
 	}
@@ -207,6 +207,26 @@ func TestDecodeReadingInDecodesAsEncodingJSON(t *testing.T) {
 		if err == nil && (in.Value != c.value || in.DeviceID.String() != testDevice || in.MetricID != 7) {
 			t.Errorf("%q: got %+v, want value %q", c.body, in, c.value)
 		}
+	}
+}
+
+// A value a decoder cannot read exactly, invalid UTF-8 or a lone UTF-16
+// surrogate escape, is refused rather than stored as U+FFFD; elsewhere in
+// the body such text is read as encoding/json reads it.
+func TestDecodeReadingInRefusesInexactValues(t *testing.T) {
+	const reason = "The field value must be valid UTF-8 text, with no lone UTF-16 surrogate escape."
+	for _, v := range []string{`"x` + "\xff" + `y"`, `"\ud800"`, `"a\udc00"`, `"\ud83d\u0041"`, `"\ud83d"`} {
+		body := `{"device_id":"` + testDevice + `","metric_id":7,"value":` + v + `}`
+		if _, err := DecodeReadingIn([]byte(body)); furrow.ErrorMessage(err) != reason {
+			t.Errorf("%q: %v, want %q", body, err, reason)
+		}
+		if _, err := decodeReadingInStdlib([]byte(body)); furrow.ErrorMessage(err) != reason {
+			t.Errorf("%q: the reference gives %v, want %q", body, err, reason)
+		}
+	}
+	body := `{"device_id":"` + testDevice + `","metric_id":7,"value":"ok","other":"` + "\xff" + `\ud800"}`
+	if in, err := DecodeReadingIn([]byte(body)); err != nil || in.Value != "ok" {
+		t.Errorf("%q: %+v, %v; want the value ok", body, in, err)
 	}
 }
 
@@ -297,6 +317,10 @@ func decodeReadingInStdlib(body []byte) (ReadingIn, error) {
 	case c == '"':
 		if err := json.Unmarshal(raw, &in.Value); err != nil {
 			return ReadingIn{}, invalid("The field value must be a number or a string.")
+		}
+		// The v2 decoder refuses what v1 would replace with U+FFFD.
+		if jsonv2.Unmarshal(raw, new(string)) != nil {
+			return ReadingIn{}, invalid("The field value must be valid UTF-8 text, with no lone UTF-16 surrogate escape.")
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
 		in.Value = string(raw)
