@@ -176,6 +176,9 @@ func TestDispatchRecordsDisabledAsSkipped(t *testing.T) {
 			t.Errorf("attempt = %+v", a)
 		}
 	}
+	if n := w.metrics.attemptCount(furrow.OutcomeSkipped); n != 1 {
+		t.Errorf("counted %d skipped attempts, want the row written", n)
+	}
 }
 
 func TestDispatchTwiceIsHarmless(t *testing.T) {
@@ -204,6 +207,9 @@ func TestDispatchTwiceIsHarmless(t *testing.T) {
 	}
 	if n := w.metrics.startedCount(); n != 2 {
 		t.Errorf("counted %d workflows started, want 2: a start refused as already started is not one", n)
+	}
+	if n := w.metrics.attemptCount(furrow.OutcomeSkipped); n != 2 {
+		t.Errorf("counted %d skipped attempts, want 2: a row recorded again is not one", n)
 	}
 }
 
@@ -692,6 +698,22 @@ type recorder struct {
 	released int
 	held     int
 	backoffs []time.Duration
+	attempts map[string]int
+}
+
+func (r *recorder) DeliveryAttempt(result string, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.attempts == nil {
+		r.attempts = map[string]int{}
+	}
+	r.attempts[result]++
+}
+
+func (r *recorder) attemptCount(result string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempts[result]
 }
 
 func (r *recorder) WorkflowStarted() { r.mu.Lock(); r.started++; r.mu.Unlock() }

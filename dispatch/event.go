@@ -76,7 +76,8 @@ func (d *Dispatcher) start(ctx context.Context, w furrow.Webhook, e furrow.Event
 // skip records e as skipped for the disabled webhook w (attempt 0), so it
 // can be redelivered after re-enabling. The row's delivery id and time
 // derive from the webhook and the event, so that recording it again (after
-// a crash, or by a dispatcher taking the event over) is ECONFLICT, ignored.
+// a crash, or by a dispatcher taking the event over) is ECONFLICT, ignored
+// and not counted again.
 func (d *Dispatcher) skip(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
 	a := furrow.Attempt{
 		DeliveryID: uuid.NewSHA1(skippedNamespace, []byte(w.ID.String()+"/"+e.ID)),
@@ -86,7 +87,10 @@ func (d *Dispatcher) skip(ctx context.Context, w furrow.Webhook, e furrow.Event)
 		AtMs:       e.OccurredAtMs,
 	}
 	err := d.deps.Webhooks.AddAttempt(ctx, a)
-	if err != nil && furrow.ErrorCode(err) != furrow.ECONFLICT {
+	switch {
+	case err == nil:
+		d.deps.Metrics.DeliveryAttempt(furrow.OutcomeSkipped, 0)
+	case furrow.ErrorCode(err) != furrow.ECONFLICT:
 		return fmt.Errorf("record skipped %s for webhook %s: %w", e.ID, w.ID, err)
 	}
 	return nil

@@ -20,12 +20,17 @@ type Metrics interface {
 	// DispatchBackingOff reports the wait before the next claim after
 	// failures; 0 once a pass succeeds again.
 	DispatchBackingOff(wait time.Duration)
+	// DeliveryAttempt counts an attempt row by its result, a furrow
+	// Outcome word: the dispatcher writes one, skipped, for an event
+	// stored while its webhook is disabled (took is 0).
+	DeliveryAttempt(result string, took time.Duration)
 }
 
 type noMetrics struct{}
 
-func (noMetrics) WorkflowStarted()                 {}
-func (noMetrics) DispatchFarmFailed(bool)          {}
-func (noMetrics) DispatchLeasesReleased(int)       {}
-func (noMetrics) DispatchHeld(int)                 {}
-func (noMetrics) DispatchBackingOff(time.Duration) {}
+func (noMetrics) WorkflowStarted()                      {}
+func (noMetrics) DispatchFarmFailed(bool)               {}
+func (noMetrics) DispatchLeasesReleased(int)            {}
+func (noMetrics) DispatchHeld(int)                      {}
+func (noMetrics) DispatchBackingOff(time.Duration)      {}
+func (noMetrics) DeliveryAttempt(string, time.Duration) {}
