@@ -151,34 +151,29 @@ type WebhookService interface {
 	// overlap has ended by the store's clock is never returned by any read.
 	RotateWebhookSecret(ctx context.Context, farmID, id uuid.UUID, secret string, overlap time.Duration) (Webhook, error)
 	// SetWebhookState writes the enabled flag and failure counter. Only the
-	// per-webhook workflow calls it.
-	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error
+	// per-webhook workflow calls it. A change made by a failed chain that
+	// ended at failedAtMs writes nothing, and returns superseded, when
+	// DeliveredAfter(failedAtMs) holds: the check and the write are one
+	// transaction that locks the webhook first, so that a delivery added
+	// meanwhile by AddDeliveredAttempt either is seen by the check or
+	// reads the count written. failedAtMs 0 checks nothing.
+	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int, failedAtMs int64) (superseded bool, err error)
 	// TransitionWebhook writes t's enabled flag and failure counter, its
 	// Seq, time and cause as the webhook's StateSeq, StateChangedAtMs and
 	// StateCause, and stores t.Event in the outbox, in one transaction. A
 	// webhook whose StateSeq is already t.Seq or more is left as it is and
 	// nothing is stored: written is false, so a retried write stores one
-	// event. Only the per-webhook workflow calls it.
-	TransitionWebhook(ctx context.Context, t WebhookTransition) (ev OutboxEvent, written bool, err error)
-	// SetWebhookStateUnlessDelivered is SetWebhookState for a change made
-	// by a failed chain that ended at failedAtMs: it writes nothing and
-	// returns superseded when DeliveredAfter(failedAtMs) holds. The check
-	// and the write are one transaction that locks the webhook first, so
-	// that a delivery added meanwhile by AddDeliveredAttempt either is
-	// seen by the check or reads the count written. failedAtMs 0 checks
-	// nothing.
-	SetWebhookStateUnlessDelivered(ctx context.Context, id uuid.UUID, enabled bool, failures int, failedAtMs int64) (superseded bool, err error)
-	// TransitionWebhookUnlessDelivered is TransitionWebhook guarded as
-	// SetWebhookStateUnlessDelivered is; a transition written already
-	// (StateSeq t.Seq or more) is not superseded but not written again.
-	TransitionWebhookUnlessDelivered(ctx context.Context, t WebhookTransition, failedAtMs int64) (ev OutboxEvent, written, superseded bool, err error)
+	// event. failedAtMs guards it as it guards SetWebhookState (0 checks
+	// nothing), though a transition written already is not superseded.
+	// Only the per-webhook workflow calls it.
+	TransitionWebhook(ctx context.Context, t WebhookTransition, failedAtMs int64) (ev OutboxEvent, written, superseded bool, err error)
 	// AddAttempt appends a row to the delivery log. A row with the
 	// DeliveryID, WebhookID and AtMs of one already there is ECONFLICT.
 	AddAttempt(ctx context.Context, a Attempt) error
 	// AddDeliveredAttempt is AddAttempt that, for a row answered 2xx,
 	// returns the webhook's ConsecutiveFailures as it is once the row is
 	// in (0 for another row, or when the webhook is gone): a state write
-	// of SetWebhookStateUnlessDelivered or TransitionWebhookUnlessDelivered
+	// of SetWebhookState or TransitionWebhook guarded by a failedAtMs
 	// under way is waited for, and what it wrote returned.
 	AddDeliveredAttempt(ctx context.Context, a Attempt) (failures int, err error)
 	// Attempts lists a webhook's attempts, newest first, and the cursor of

@@ -106,7 +106,7 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	// as the row goes in is taken too, so that the delivered chain is
 	// reported. The store orders that write and this row: either the write
 	// sees the row and counts nothing, or the row reads the count
-	// (furrow.WebhookService.SetWebhookStateUnlessDelivered).
+	// (furrow.WebhookService.SetWebhookState).
 	res.Failures = max(res.Failures, a.record(ctx, row))
 	a.logger().InfoContext(ctx, "delivery attempt", "webhook_id", in.WebhookID, "event_id", in.EventID,
 		"attempt", attempt, "status", sent.status, "error", sent.errText, "duration_ms", row.DurationMs)

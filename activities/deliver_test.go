@@ -204,7 +204,7 @@ func TestDeliverBoundsResponseBody(t *testing.T) {
 
 func TestDeliverSkipsDisabledAndDeleted(t *testing.T) {
 	s, acts, got := setup(t, func(w http.ResponseWriter) { w.WriteHeader(200) })
-	if err := s.SetWebhookState(t.Context(), s.hook.ID, false, 0); err != nil {
+	if _, err := s.SetWebhookState(t.Context(), s.hook.ID, false, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	res, err := deliver(t, s, acts, 4)

@@ -66,19 +66,13 @@ func (a *Activities) superseded(ctx context.Context, id uuid.UUID) SetWebhookSta
 
 // SetWebhookState writes in.Enabled and in.Failures, unless superseded.
 // The check for a later delivery and the write are one store transaction
-// (furrow.WebhookService.SetWebhookStateUnlessDelivered): checked apart, a
-// delivery whose POST was still waiting for its answer had no row to find,
-// and read the count of before this write, so the failed chain stayed
-// counted after the delivery.
+// (furrow.WebhookService.SetWebhookState): checked apart, a delivery whose
+// POST was still waiting for its answer had no row to find, and read the
+// count of before this write, so the failed chain stayed counted after the
+// delivery.
 func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInput) (SetWebhookStateResult, error) {
 	disabling := !in.Enabled && a.enabled(ctx, in.WebhookID)
-	var later bool
-	var err error
-	if in.UnlessDeliveredAfterMs == 0 { // made by no failed chain: nothing to check
-		err = a.Webhooks.SetWebhookState(ctx, in.WebhookID, in.Enabled, in.Failures)
-	} else {
-		later, err = a.Webhooks.SetWebhookStateUnlessDelivered(ctx, in.WebhookID, in.Enabled, in.Failures, in.UnlessDeliveredAfterMs)
-	}
+	later, err := a.Webhooks.SetWebhookState(ctx, in.WebhookID, in.Enabled, in.Failures, in.UnlessDeliveredAfterMs)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return SetWebhookStateResult{Gone: true}, nil
 	} else if err != nil {
@@ -103,14 +97,7 @@ func (a *Activities) SetWebhookState(ctx context.Context, in SetWebhookStateInpu
 // answer be lost, its retry stores nothing and publishes nothing, and the
 // event is still delivered and listed.
 func (a *Activities) TransitionWebhook(ctx context.Context, in TransitionWebhookInput) (SetWebhookStateResult, error) {
-	var ev furrow.OutboxEvent
-	var written, later bool
-	var err error
-	if in.UnlessDeliveredAfterMs == 0 {
-		ev, written, err = a.Webhooks.TransitionWebhook(ctx, in.WebhookTransition)
-	} else {
-		ev, written, later, err = a.Webhooks.TransitionWebhookUnlessDelivered(ctx, in.WebhookTransition, in.UnlessDeliveredAfterMs)
-	}
+	ev, written, later, err := a.Webhooks.TransitionWebhook(ctx, in.WebhookTransition, in.UnlessDeliveredAfterMs)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return SetWebhookStateResult{Gone: true}, nil
 	} else if err != nil {

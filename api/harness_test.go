@@ -152,7 +152,8 @@ func (e *engine) Reenable(ctx context.Context, id uuid.UUID) error {
 	flip := e.flipOnSignal
 	e.mu.Unlock()
 	if flip {
-		return e.store.SetWebhookState(ctx, id, true, 0)
+		_, err := e.store.SetWebhookState(ctx, id, true, 0, 0)
+		return err
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func TestWebhookHealth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := h.store.SetWebhookState(t.Context(), created.ID, true, 1); err != nil {
+	if _, err := h.store.SetWebhookState(t.Context(), created.ID, true, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	h.calls = h.store.Record()

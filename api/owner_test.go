@@ -142,7 +142,7 @@ func TestRedeliverToADisabledWebhook(t *testing.T) {
 	ctl := h.withControl()
 	w := h.createHook(`{"url":"https://example.com/a","event_types":["trigger.fired"]}`)
 	fired, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 1000})
-	_ = h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains)
+	_, _ = h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains, 0)
 	path := h.farmPath("/webhooks/" + w.ID.String() + "/redeliver")
 	for _, body := range []string{`{"event_id":"` + fired.ID + `"}`, `{"since_ms":0}`} {
 		expectError(t, h.user(h.manager, "POST", path, body), http.StatusConflict, furrow.ECONFLICT, "The webhook is disabled; enable it first.")
@@ -150,7 +150,7 @@ func TestRedeliverToADisabledWebhook(t *testing.T) {
 	if len(h.engine.redelivered) != 0 || len(ctl.sets) != 0 {
 		t.Fatal("a redelivery to a disabled webhook started deliveries")
 	}
-	_ = h.store.SetWebhookState(t.Context(), w.ID, true, 0)
+	_, _ = h.store.SetWebhookState(t.Context(), w.ID, true, 0, 0)
 	if r := h.user(h.manager, "POST", path, `{"since_ms":0}`); r.Status != http.StatusAccepted {
 		t.Fatalf("once enabled: %d %s, want 202", r.Status, r.Body)
 	}
@@ -231,7 +231,7 @@ func TestEnableWebhookAfterASlowSignal(t *testing.T) {
 	}}
 	h.rebuild()
 	w := h.createHook(`{"url":"https://example.com/a"}`)
-	_ = h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains)
+	_, _ = h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains, 0)
 	r := h.user(h.manager, "POST", h.farmPath("/webhooks/"+w.ID.String()+"/enable"), "")
 	if r.Status != http.StatusAccepted || !strings.Contains(r.Body, `"reason"`) {
 		t.Fatalf("status %d %s, want 202 with a reason", r.Status, r.Body)
@@ -243,15 +243,16 @@ func TestEnableWebhookAfterASlowSignal(t *testing.T) {
 func TestEnableWebhookSeesTheTransition(t *testing.T) {
 	h := newHarness(t)
 	w := h.createHook(`{"url":"https://example.com/a"}`)
-	_, _, err := h.store.TransitionWebhook(t.Context(), furrow.WebhookTransition{WebhookID: w.ID, Seq: 1, Failures: furrow.MaxFailedChains})
+	_, _, _, err := h.store.TransitionWebhook(t.Context(), furrow.WebhookTransition{WebhookID: w.ID, Seq: 1, Failures: furrow.MaxFailedChains}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.deps.Delivery = reenabler{h.engine, func(ctx context.Context, id uuid.UUID) error {
-		if _, _, err := h.store.TransitionWebhook(ctx, furrow.WebhookTransition{WebhookID: id, Seq: 2, Enabled: true, By: furrow.EnabledByAPI}); err != nil {
+		if _, _, _, err := h.store.TransitionWebhook(ctx, furrow.WebhookTransition{WebhookID: id, Seq: 2, Enabled: true, By: furrow.EnabledByAPI}, 0); err != nil {
 			return err
 		}
-		return h.store.SetWebhookState(ctx, id, true, 1)
+		_, err := h.store.SetWebhookState(ctx, id, true, 1, 0)
+		return err
 	}}
 	h.rebuild()
 	r := h.user(h.manager, "POST", h.farmPath("/webhooks/"+w.ID.String()+"/enable"), "")

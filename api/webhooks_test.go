@@ -130,7 +130,7 @@ func TestGetListDeleteWebhook(t *testing.T) {
 func TestEnableWebhook(t *testing.T) {
 	h := newHarness(t)
 	w := h.createHook(`{"url":"https://example.com/a"}`)
-	_ = h.store.SetWebhookState(t.Context(), w.ID, false, 5)
+	_, _ = h.store.SetWebhookState(t.Context(), w.ID, false, 5, 0)
 	path := h.farmPath("/webhooks/" + w.ID.String() + "/enable")
 
 	// The workflow has not applied the signal within the wait: 202 and the
@@ -251,7 +251,7 @@ func TestEnableWebhookWaitsWithinTheRequestDeadline(t *testing.T) {
 	h.cfg.ReenableWait = 10 * time.Second
 	h.rebuild()
 	w := h.createHook(`{"url":"https://example.com/a"}`)
-	_ = h.store.SetWebhookState(t.Context(), w.ID, false, 5)
+	_, _ = h.store.SetWebhookState(t.Context(), w.ID, false, 5, 0)
 	r := h.user(h.manager, "POST", h.farmPath("/webhooks/"+w.ID.String()+"/enable"), "")
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("status %d %s, want 202", r.Status, r.Body)
@@ -286,13 +286,13 @@ func TestEnableWebhookWaitsUntilTheAnswerReserve(t *testing.T) {
 	h.cfg.ReenableWait = 0
 	h.deps.Delivery = reenabler{h.engine, func(_ context.Context, id uuid.UUID) error {
 		time.AfterFunc(1300*time.Millisecond, func() {
-			_ = h.store.SetWebhookState(context.Background(), id, true, 0)
+			_, _ = h.store.SetWebhookState(context.Background(), id, true, 0, 0)
 		})
 		return nil
 	}}
 	h.rebuild()
 	w := h.createHook(`{"url":"https://example.com/a"}`)
-	_ = h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains)
+	_, _ = h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains, 0)
 	r := h.user(h.manager, "POST", h.farmPath("/webhooks/"+w.ID.String()+"/enable"), "")
 	if r.Status != http.StatusOK || !strings.Contains(r.Body, `"enabled":true`) {
 		t.Fatalf("status %d %s, want 200 with the webhook enabled", r.Status, r.Body)

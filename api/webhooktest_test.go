@@ -11,7 +11,7 @@ import (
 func TestTestDelivery(t *testing.T) {
 	h := newHarness(t)
 	w := h.createHook(`{"url":"https://hooks.example.com/in","event_types":["trigger.fired"]}`)
-	if err := h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains); err != nil {
+	if _, err := h.store.SetWebhookState(t.Context(), w.ID, false, furrow.MaxFailedChains, 0); err != nil {
 		t.Fatal(err)
 	}
 	path := h.farmPath("/webhooks/" + w.ID.String() + "/test")

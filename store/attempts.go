@@ -79,7 +79,7 @@ const insertAttemptSQL = `INSERT INTO delivery_attempts
 // It does not wait for a plain UPDATE (so that write locks first), nor
 // block one. Either the write locks first, and this read returns its
 // count, or this statement does, and the write's check, made once this
-// commits, sees this row (SetWebhookStateUnlessDelivered).
+// commits, sees this row (SetWebhookState).
 const countedAttemptSQL = `WITH w AS (SELECT consecutive_failures FROM webhooks WHERE id = $2 FOR KEY SHARE)
 	` + insertAttemptSQL + `
 	RETURNING (SELECT consecutive_failures FROM w)`

@@ -57,7 +57,7 @@ func (r chainRace) delivery() furrow.Attempt {
 func (r chainRace) countF() <-chan stateWrite {
 	done := make(chan stateWrite, 1)
 	go func() {
-		superseded, err := r.db.SetWebhookStateUnlessDelivered(context.Background(), r.hook.ID, true, 1, r.endedAt)
+		superseded, err := r.db.SetWebhookState(context.Background(), r.hook.ID, true, 1, r.endedAt)
 		done <- stateWrite{superseded, err}
 	}()
 	return done

@@ -30,18 +30,12 @@ var transitionSQL = `WITH w AS (
 
 // TransitionWebhook writes t and stores its lifecycle event in one
 // transaction, unless the webhook's state_seq is already t.Seq or more;
-// ENOTFOUND if the webhook is gone.
-func (db *DB) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition) (furrow.OutboxEvent, bool, error) {
-	ev, written, _, err := db.TransitionWebhookUnlessDelivered(ctx, t, 0)
-	return ev, written, err
-}
-
-// TransitionWebhookUnlessDelivered is TransitionWebhook for a transition
-// made by a failed chain that ended at failedAtMs (0: none): in the same
-// transaction it first locks the webhook's row and, unless t was written
-// already, writes nothing and returns superseded when a delivery began
-// after failedAtMs (see SetWebhookStateUnlessDelivered).
-func (db *DB) TransitionWebhookUnlessDelivered(ctx context.Context, t furrow.WebhookTransition, failedAtMs int64) (
+// ENOTFOUND if the webhook is gone. For a transition made by a failed
+// chain that ended at failedAtMs (0: none) it first locks the webhook's
+// row in the same transaction and, unless t was written already, writes
+// nothing and returns superseded when a delivery began after failedAtMs
+// (see SetWebhookState).
+func (db *DB) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition, failedAtMs int64) (
 	ev furrow.OutboxEvent, written, superseded bool, err error) {
 	e := t.Event(uuid.Nil) // The farm comes from the row.
 	id, err := furrow.ParseEventID(e.ID)
@@ -88,11 +82,12 @@ func (db *DB) TransitionWebhookUnlessDelivered(ctx context.Context, t furrow.Web
 	return furrow.OutboxEvent{Event: e, Pending: pending}, true, false, nil
 }
 
-// SetWebhookStateUnlessDelivered is SetWebhookState for a change made by a
-// failed chain that ended at failedAtMs (0: none, and it is
-// SetWebhookState): it writes nothing, and returns superseded, when an
-// attempt of the webhook that began after failedAtMs was answered 2xx
-// (DeliveredAfter), for the count restarted after that chain.
+// SetWebhookState writes the enabled flag and failure counter; ENOTFOUND
+// if the webhook is gone. For a change made by a failed chain that ended
+// at failedAtMs (0: none, one plain UPDATE) it writes nothing, and returns
+// superseded, when an attempt of the webhook that began after failedAtMs
+// was answered 2xx (DeliveredAfter), for the count restarted after that
+// chain.
 //
 // The check and the write are one transaction that locks the webhook's
 // row FOR UPDATE first and then checks in a statement of its own, whose
@@ -113,9 +108,14 @@ func (db *DB) TransitionWebhookUnlessDelivered(ctx context.Context, t furrow.Web
 // Checked apart, a delivery still waiting for its answer had no row to
 // find, and had read the count of before: the failed chain stayed counted
 // after a delivered one.
-func (db *DB) SetWebhookStateUnlessDelivered(ctx context.Context, id uuid.UUID, enabled bool, failures int, failedAtMs int64) (bool, error) {
+func (db *DB) SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int, failedAtMs int64) (bool, error) {
+	const update = "UPDATE webhooks SET enabled = $1, consecutive_failures = $2 WHERE id = $3"
 	if failedAtMs == 0 {
-		return false, db.SetWebhookState(ctx, id, enabled, failures)
+		tag, err := db.pool.Exec(ctx, update, enabled, failures, id)
+		if err == nil && tag.RowsAffected() == 0 {
+			return false, furrow.Errorf(furrow.ENOTFOUND, "The webhook was not found.")
+		}
+		return false, translate(err, "set webhook state", "webhook")
 	}
 	var superseded bool
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout) // the row stays locked until it ends
@@ -128,7 +128,7 @@ func (db *DB) SetWebhookStateUnlessDelivered(ctx context.Context, id uuid.UUID, 
 		if err != nil || superseded {
 			return err
 		}
-		_, err = tx.Exec(ctx, "UPDATE webhooks SET enabled = $1, consecutive_failures = $2 WHERE id = $3", enabled, failures, id)
+		_, err = tx.Exec(ctx, update, enabled, failures, id)
 		return err
 	})
 	return superseded, translate(err, "set webhook state", "webhook")

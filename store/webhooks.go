@@ -156,20 +156,6 @@ func (db *DB) DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error {
 	return nil
 }
 
-// SetWebhookState writes the enabled flag and failure counter; ENOTFOUND if
-// the webhook is gone.
-func (db *DB) SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error {
-	tag, err := db.pool.Exec(ctx,
-		"UPDATE webhooks SET enabled = $1, consecutive_failures = $2 WHERE id = $3", enabled, failures, id)
-	if err != nil {
-		return translate(err, "set webhook state", "webhook")
-	}
-	if tag.RowsAffected() == 0 {
-		return furrow.Errorf(furrow.ENOTFOUND, "The webhook was not found.")
-	}
-	return nil
-}
-
 // RotateWebhookSecret makes secret the webhook's current secret, sealed
 // like every secret, in one statement: the secret it replaces moves,
 // still sealed, to previous_secret (the shared binding of a webhook's

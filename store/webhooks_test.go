@@ -44,13 +44,14 @@ func TestWebhooks(t *testing.T) {
 	if err != nil || len(ws) != 2 || ws[0].ID != all.ID || ws[1].ID != some.ID {
 		t.Fatalf("Webhooks = %+v, %v; want oldest first", ws, err)
 	}
-	if err := db.SetWebhookState(ctx, all.ID, false, 5); err != nil {
+	if _, err := db.SetWebhookState(ctx, all.ID, false, 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := db.WebhookByID(ctx, all.ID); got.Enabled || got.ConsecutiveFailures != 5 {
 		t.Fatalf("state not written: %+v", got)
 	}
-	wantCode(t, db.SetWebhookState(ctx, uuid.New(), true, 0), furrow.ENOTFOUND)
+	_, err = db.SetWebhookState(ctx, uuid.New(), true, 0, 0)
+	wantCode(t, err, furrow.ENOTFOUND)
 	wantCode(t, db.DeleteWebhook(ctx, uuid.New(), all.ID), furrow.ENOTFOUND)
 	if err := db.DeleteWebhook(ctx, fx.farm.ID, all.ID); err != nil {
 		t.Fatal(err)

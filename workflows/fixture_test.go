@@ -25,13 +25,16 @@ type store struct {
 func (s *store) rows() []furrow.Attempt { return s.calls.Attempts() }
 
 // Writes returns the webhook states written, counter changes and
-// transitions alike, in order.
+// transitions alike, in order; a superseded write wrote nothing.
 func (s *store) Writes() []workflows.WebhookState {
 	var out []workflows.WebhookState
 	for _, c := range s.calls.Calls("SetWebhookState", "TransitionWebhook") {
 		switch {
-		case c.Err != nil:
+		case c.Err != nil, c.Result == true: // SetWebhookState's Result is superseded
 		case c.Method == "TransitionWebhook":
+			if c.Result.(furrow.OutboxEvent).ID == "" {
+				continue // superseded, or written already
+			}
 			t := c.Args[0].(furrow.WebhookTransition)
 			out = append(out, workflows.WebhookState{WebhookID: t.WebhookID, Enabled: t.Enabled, Failures: t.Failures, Seq: t.Seq})
 		default:
@@ -66,7 +69,7 @@ func (s *store) webhook(id uuid.UUID) furrow.Webhook {
 // setEnabled changes the webhook's flag as an operator would, keeping its
 // failure count.
 func (s *store) setEnabled(id uuid.UUID, enabled bool) {
-	if err := s.SetWebhookState(context.Background(), id, enabled, s.webhook(id).ConsecutiveFailures); err != nil {
+	if _, err := s.SetWebhookState(context.Background(), id, enabled, s.webhook(id).ConsecutiveFailures, 0); err != nil {
 		panic(err)
 	}
 }

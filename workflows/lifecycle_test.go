@@ -100,12 +100,13 @@ type commitThenFail struct {
 	calls atomic.Int32
 }
 
-func (s *commitThenFail) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition) (furrow.OutboxEvent, bool, error) {
-	ev, written, err := s.store.TransitionWebhook(ctx, t)
+func (s *commitThenFail) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition, failedAtMs int64) (
+	furrow.OutboxEvent, bool, bool, error) {
+	ev, written, superseded, err := s.store.TransitionWebhook(ctx, t, failedAtMs)
 	if s.calls.Add(1) == 1 && err == nil {
-		return furrow.OutboxEvent{}, false, errors.New("connection lost after the commit")
+		return furrow.OutboxEvent{}, false, false, errors.New("connection lost after the commit")
 	}
-	return ev, written, err
+	return ev, written, superseded, err
 }
 
 func TestWebhookTransitionRetriedAfterCommitStoresOnce(t *testing.T) {
@@ -161,8 +162,8 @@ func TestWebhookNumbersFromTheStoredTransition(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	ctx := context.Background()
 	for seq, enabled := range []bool{false, true} {
-		_, _, err := f.store.TransitionWebhook(ctx, furrow.WebhookTransition{WebhookID: f.webhook.ID, Seq: int64(seq + 1),
-			AtMs: 1, Enabled: enabled, By: furrow.EnabledByAPI, Failures: 0})
+		_, _, _, err := f.store.TransitionWebhook(ctx, furrow.WebhookTransition{WebhookID: f.webhook.ID, Seq: int64(seq + 1),
+			AtMs: 1, Enabled: enabled, By: furrow.EnabledByAPI, Failures: 0}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

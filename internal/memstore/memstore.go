@@ -37,9 +37,10 @@ type Store struct {
 
 	// rowMu stands for the webhook row lock that orders a failed chain's
 	// guarded state write and a delivery's row in the store
-	// (SetWebhookStateUnlessDelivered, AddDeliveredAttempt). Those hold it
-	// around their calls of the plain writes (SetWebhookState, AddAttempt
-	// ...), which take mu, so that those calls are recorded as before.
+	// (SetWebhookState, TransitionWebhook, AddDeliveredAttempt). The state
+	// writes hold it, then mu, around their check and write;
+	// AddDeliveredAttempt holds it around its call of AddAttempt, which
+	// takes mu, so that the row is recorded as AddAttempt's.
 	rowMu sync.Mutex
 
 	mu       sync.Mutex

@@ -8,18 +8,24 @@ import (
 
 // transition is the result of TransitionWebhook.
 type transition struct {
-	event   furrow.OutboxEvent
-	written bool
+	event               furrow.OutboxEvent
+	written, superseded bool
 }
 
 func (t transition) first() any { return t.event }
 
-// TransitionWebhook implements furrow.WebhookService.
-func (s *Store) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition) (furrow.OutboxEvent, bool, error) {
-	res, err := do(ctx, s, "TransitionWebhook", []any{t}, func() (transition, error) {
+// TransitionWebhook implements furrow.WebhookService: the check and the
+// write hold rowMu, as the store's row lock.
+func (s *Store) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition, failedAtMs int64) (furrow.OutboxEvent, bool, bool, error) {
+	res, err := doUnder(ctx, s, &s.rowMu, "TransitionWebhook", []any{t, failedAtMs}, func() (transition, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		w := s.webhook(t.WebhookID)
 		if w == nil {
 			return transition{}, notFound("webhook")
+		}
+		if s.supersedes(w, failedAtMs, t.Seq) {
+			return transition{superseded: true}, nil
 		}
 		if w.StateSeq >= t.Seq {
 			return transition{}, nil
@@ -32,5 +38,5 @@ func (s *Store) TransitionWebhook(ctx context.Context, t furrow.WebhookTransitio
 		}
 		return transition{event: s.insertEvent(e), written: true}, nil
 	})
-	return res.event, res.written, err
+	return res.event, res.written, res.superseded, err
 }

@@ -158,17 +158,22 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, farmID, id uuid.UUID, s
 	})
 }
 
-// SetWebhookState implements furrow.WebhookService.
-func (s *Store) SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int) error {
-	_, err := do(ctx, s, "SetWebhookState", []any{id, enabled, failures}, func() (none, error) {
+// SetWebhookState implements furrow.WebhookService: the check and the
+// write hold rowMu, as the store's row lock.
+func (s *Store) SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int, failedAtMs int64) (bool, error) {
+	return doUnder(ctx, s, &s.rowMu, "SetWebhookState", []any{id, enabled, failures, failedAtMs}, func() (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		w := s.webhook(id)
 		if w == nil {
-			return nil, notFound("webhook")
+			return false, notFound("webhook")
+		}
+		if s.supersedes(w, failedAtMs, 0) {
+			return true, nil
 		}
 		w.Enabled, w.ConsecutiveFailures = enabled, failures
-		return nil, nil
+		return false, nil
 	})
-	return err
 }
 
 // AddAttempt implements furrow.WebhookService. A zero AtMs is the clock's

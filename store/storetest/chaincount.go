@@ -35,17 +35,17 @@ func ChainCounts(t *testing.T, newSubject New) {
 			w := e.webhook(f.ID)
 			now := e.clock.Now()
 			e.attempt(w.ID, furrow.NewEventID(), 200, now)
-			later, err := e.Webhooks.SetWebhookStateUnlessDelivered(e.ctx, w.ID, true, 1, furrow.Millis(now.Add(-time.Second)))
+			later, err := e.Webhooks.SetWebhookState(e.ctx, w.ID, true, 1, furrow.Millis(now.Add(-time.Second)))
 			e.must(err)
 			e.wantState(w.ID, later, true, true, 0, "a failed chain that ended before the delivery")
-			later, err = e.Webhooks.SetWebhookStateUnlessDelivered(e.ctx, w.ID, true, 1, furrow.Millis(now))
+			later, err = e.Webhooks.SetWebhookState(e.ctx, w.ID, true, 1, furrow.Millis(now))
 			e.must(err)
 			e.wantState(w.ID, later, false, true, 1, "a failed chain that ended when the delivery began")
-			later, err = e.Webhooks.SetWebhookStateUnlessDelivered(e.ctx, w.ID, true, 0, 0)
+			later, err = e.Webhooks.SetWebhookState(e.ctx, w.ID, true, 0, 0)
 			e.must(err)
 			e.wantState(w.ID, later, false, true, 0, "a change made by no failed chain")
-			_, err = e.Webhooks.SetWebhookStateUnlessDelivered(e.ctx, uuid.New(), true, 1, 1)
-			e.wantCode(err, furrow.ENOTFOUND, "SetWebhookStateUnlessDelivered(unknown)")
+			_, err = e.Webhooks.SetWebhookState(e.ctx, uuid.New(), true, 1, 1)
+			e.wantCode(err, furrow.ENOTFOUND, "SetWebhookState(unknown)")
 		},
 		"StateWriteIsNotSupersededByATestDelivery": func(e *env) {
 			f, _ := e.farm()
@@ -54,7 +54,7 @@ func ChainCounts(t *testing.T, newSubject New) {
 			test := furrow.NewWebhookTestEvent(w, furrow.Millis(now))
 			e.must(e.Webhooks.AddTestEvent(e.ctx, w.ID, test))
 			e.attempt(w.ID, test.ID, 200, now)
-			later, err := e.Webhooks.SetWebhookStateUnlessDelivered(e.ctx, w.ID, true, 1, furrow.Millis(now.Add(-time.Second)))
+			later, err := e.Webhooks.SetWebhookState(e.ctx, w.ID, true, 1, furrow.Millis(now.Add(-time.Second)))
 			e.must(err)
 			e.wantState(w.ID, later, false, true, 1, "a failed chain followed by a test delivery only")
 		},
@@ -65,34 +65,35 @@ func ChainCounts(t *testing.T, newSubject New) {
 			e.attempt(w.ID, furrow.NewEventID(), 200, now)
 			before := furrow.Millis(now.Add(-time.Second))
 			tr := disabling(w, furrow.Millis(now))
-			ev, written, later, err := e.Webhooks.TransitionWebhookUnlessDelivered(e.ctx, tr, before)
+			ev, written, later, err := e.Webhooks.TransitionWebhook(e.ctx, tr, before)
 			e.must(err)
 			if written || !later || ev.ID != "" {
-				e.t.Fatalf("TransitionWebhookUnlessDelivered = %+v written %v superseded %v, want superseded", ev, written, later)
+				e.t.Fatalf("TransitionWebhook = %+v written %v superseded %v, want superseded", ev, written, later)
 			}
 			e.wantState(w.ID, false, false, true, 0, "a superseded transition")
 			if es, _, err := e.Events.Events(e.ctx, furrow.EventFilter{FarmID: f.ID}); err != nil || len(es) != 0 {
 				e.t.Fatalf("a superseded transition stored events %+v (%v)", es, err)
 			}
-			_, written, later, err = e.Webhooks.TransitionWebhookUnlessDelivered(e.ctx, tr, furrow.Millis(now))
+			_, written, later, err = e.Webhooks.TransitionWebhook(e.ctx, tr, furrow.Millis(now))
 			e.must(err)
 			if !written || later {
 				e.t.Fatalf("a transition after the delivery: written %v superseded %v, want written", written, later)
 			}
 			// Its retry, its answer lost, is not superseded: it was written.
-			_, written, later, err = e.Webhooks.TransitionWebhookUnlessDelivered(e.ctx, tr, before)
+			_, written, later, err = e.Webhooks.TransitionWebhook(e.ctx, tr, before)
 			e.must(err)
 			if written || later {
 				e.t.Fatalf("a retried transition: written %v superseded %v, want neither", written, later)
 			}
 			e.wantState(w.ID, false, false, false, furrow.MaxFailedChains, "the transition")
-			_, _, _, err = e.Webhooks.TransitionWebhookUnlessDelivered(e.ctx, disabling(furrow.Webhook{ID: uuid.New()}, 1), 1)
-			e.wantCode(err, furrow.ENOTFOUND, "TransitionWebhookUnlessDelivered(unknown)")
+			_, _, _, err = e.Webhooks.TransitionWebhook(e.ctx, disabling(furrow.Webhook{ID: uuid.New()}, 1), 1)
+			e.wantCode(err, furrow.ENOTFOUND, "TransitionWebhook(unknown)")
 		},
 		"DeliveredAttemptReadsTheCounter": func(e *env) {
 			f, _ := e.farm()
 			w := e.webhook(f.ID)
-			e.must(e.Webhooks.SetWebhookState(e.ctx, w.ID, true, 3))
+			_, err := e.Webhooks.SetWebhookState(e.ctx, w.ID, true, 3, 0)
+			e.must(err)
 			now := e.clock.Now()
 			add := func(id uuid.UUID, status int, at time.Time) furrow.Attempt {
 				a := furrow.Attempt{DeliveryID: uuid.New(), WebhookID: id, EventID: furrow.NewEventID(), Attempt: 1,
@@ -111,7 +112,7 @@ func ChainCounts(t *testing.T, newSubject New) {
 			ok := add(w.ID, 200, now)
 			add(w.ID, 503, now.Add(time.Second))
 			add(uuid.New(), 200, now) // a deleted webhook's
-			_, err := e.Webhooks.AddDeliveredAttempt(e.ctx, ok)
+			_, err = e.Webhooks.AddDeliveredAttempt(e.ctx, ok)
 			e.wantCode(err, furrow.ECONFLICT, "AddDeliveredAttempt(the same row again)")
 			as, _, err := e.Webhooks.Attempts(e.ctx, furrow.AttemptFilter{WebhookID: w.ID})
 			e.must(err)

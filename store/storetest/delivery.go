@@ -45,7 +45,7 @@ func DeliveryFromServices(newSubject New) NewDelivery {
 				return w, e, err
 			}
 			if w.ConsecutiveFailures != 0 || !w.Enabled {
-				err = s.Webhooks.SetWebhookState(ctx, w.ID, w.Enabled, w.ConsecutiveFailures)
+				_, err = s.Webhooks.SetWebhookState(ctx, w.ID, w.Enabled, w.ConsecutiveFailures, 0)
 			}
 			if err == nil {
 				_, err = s.Events.CreateEvent(ctx, e)
@@ -123,7 +123,7 @@ func DeliveryStore(t *testing.T, newSubject NewDelivery) {
 			if _, err := s.Events.Event(ctx, furrow.NewEventID()); furrow.ErrorCode(err) != furrow.ENOTFOUND {
 				t.Fatalf("Event(unknown): %v, want ENOTFOUND", err)
 			}
-			if err := s.Webhooks.SetWebhookState(ctx, uuid.New(), true, 0); furrow.ErrorCode(err) != furrow.ENOTFOUND {
+			if _, err := s.Webhooks.SetWebhookState(ctx, uuid.New(), true, 0, 0); furrow.ErrorCode(err) != furrow.ENOTFOUND {
 				t.Fatalf("SetWebhookState(unknown): %v, want ENOTFOUND", err)
 			}
 		},
@@ -132,7 +132,7 @@ func DeliveryStore(t *testing.T, newSubject NewDelivery) {
 				enabled  bool
 				failures int
 			}{{false, furrow.MaxFailedChains}, {true, 0}, {true, 3}} {
-				if err := s.Webhooks.SetWebhookState(ctx, w.ID, st.enabled, st.failures); err != nil {
+				if _, err := s.Webhooks.SetWebhookState(ctx, w.ID, st.enabled, st.failures, 0); err != nil {
 					t.Fatal(err)
 				}
 				got, err := s.Webhooks.WebhookByID(ctx, w.ID)

@@ -25,7 +25,7 @@ func WebhookTransitions(t *testing.T, newSubject New) {
 			w := e.webhook(f.ID)
 			at := furrow.Millis(e.clock.Now().Add(-time.Minute)) // the workflow's time, not the store's
 			tr := disabling(w, at)
-			ev, written, err := e.Webhooks.TransitionWebhook(e.ctx, tr)
+			ev, written, _, err := e.Webhooks.TransitionWebhook(e.ctx, tr, 0)
 			e.must(err)
 			if !written || ev.ID != tr.Event(f.ID).ID || ev.Type != furrow.EventWebhookDisabled || ev.FarmID != f.ID || ev.OccurredAtMs != at {
 				e.t.Fatalf("TransitionWebhook = %+v written %v, want the webhook.disabled event of %+v", ev, written, tr)
@@ -39,7 +39,7 @@ func WebhookTransitions(t *testing.T, newSubject New) {
 			e.clock.Advance(time.Second)
 			// A retried write, and a stale one, store nothing.
 			for _, again := range []furrow.WebhookTransition{tr, {WebhookID: w.ID, Seq: 0, Enabled: true, By: furrow.EnabledByAPI}} {
-				_, written, err = e.Webhooks.TransitionWebhook(e.ctx, again)
+				_, written, _, err = e.Webhooks.TransitionWebhook(e.ctx, again, 0)
 				e.must(err)
 				if written {
 					e.t.Fatalf("transition %+v written again", again)
@@ -66,10 +66,10 @@ func WebhookTransitions(t *testing.T, newSubject New) {
 		"NextTransitionEnables": func(e *env) {
 			f, _ := e.farm()
 			w := e.webhook(f.ID)
-			first, _, err := e.Webhooks.TransitionWebhook(e.ctx, disabling(w, 1000))
+			first, _, _, err := e.Webhooks.TransitionWebhook(e.ctx, disabling(w, 1000), 0)
 			e.must(err)
 			en := furrow.WebhookTransition{WebhookID: w.ID, Seq: 2, AtMs: 2000, Enabled: true, By: furrow.EnabledBySignal}
-			ev, written, err := e.Webhooks.TransitionWebhook(e.ctx, en)
+			ev, written, _, err := e.Webhooks.TransitionWebhook(e.ctx, en, 0)
 			e.must(err)
 			if !written || ev.Type != furrow.EventWebhookEnabled || ev.ID == first.ID || !sameJSON(ev.Data, []byte(`{"webhook_id":"`+w.ID.String()+`","by":"signal"}`)) {
 				e.t.Fatalf("enabling stored %+v written %v", ev, written)
@@ -81,19 +81,19 @@ func WebhookTransitions(t *testing.T, newSubject New) {
 			}
 		},
 		"GoneIsNotFound": func(e *env) {
-			_, _, err := e.Webhooks.TransitionWebhook(e.ctx, furrow.WebhookTransition{WebhookID: uuid.New(), Seq: 1, AtMs: 1})
+			_, _, _, err := e.Webhooks.TransitionWebhook(e.ctx, furrow.WebhookTransition{WebhookID: uuid.New(), Seq: 1, AtMs: 1}, 0)
 			e.wantCode(err, furrow.ENOTFOUND, "TransitionWebhook(unknown)")
 		},
 		"LifecycleEventsWaitOnlyForWebhooksListingThem": func(e *env) {
 			f, _ := e.farm()
 			w := e.webhook(f.ID) // no list: the four default types only
-			ev, _, err := e.Webhooks.TransitionWebhook(e.ctx, disabling(w, 1000))
+			ev, _, _, err := e.Webhooks.TransitionWebhook(e.ctx, disabling(w, 1000), 0)
 			e.must(err)
 			if ev.Pending {
 				e.t.Fatal("a lifecycle event waits for a webhook that does not list its type")
 			}
 			e.webhook(f.ID, furrow.EventWebhookEnabled)
-			ev, _, err = e.Webhooks.TransitionWebhook(e.ctx, furrow.WebhookTransition{WebhookID: w.ID, Seq: 2, AtMs: 2000, Enabled: true, By: furrow.EnabledByAPI})
+			ev, _, _, err = e.Webhooks.TransitionWebhook(e.ctx, furrow.WebhookTransition{WebhookID: w.ID, Seq: 2, AtMs: 2000, Enabled: true, By: furrow.EnabledByAPI}, 0)
 			e.must(err)
 			if !ev.Pending {
 				e.t.Fatal("a webhook.enabled event does not wait for the webhook that lists it")

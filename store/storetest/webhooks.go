@@ -125,13 +125,14 @@ func WebhookService(t *testing.T, newSubject New) {
 		"SetState": func(e *env) {
 			f, _ := e.farm()
 			w := e.webhook(f.ID)
-			e.must(e.Webhooks.SetWebhookState(e.ctx, w.ID, false, furrow.MaxFailedChains))
+			_, err := e.Webhooks.SetWebhookState(e.ctx, w.ID, false, furrow.MaxFailedChains, 0)
+			e.must(err)
 			got, err := e.Webhooks.WebhookByID(e.ctx, w.ID)
 			e.must(err)
 			if got.Enabled || got.ConsecutiveFailures != furrow.MaxFailedChains {
 				e.t.Fatalf("state %v/%d, want disabled/%d", got.Enabled, got.ConsecutiveFailures, furrow.MaxFailedChains)
 			}
-			err = e.Webhooks.SetWebhookState(e.ctx, uuid.New(), true, 0)
+			_, err = e.Webhooks.SetWebhookState(e.ctx, uuid.New(), true, 0, 0)
 			e.wantCode(err, furrow.ENOTFOUND, "SetWebhookState(unknown)")
 		},
 		"AttemptsNewestFirst": func(e *env) {
