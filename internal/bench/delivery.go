@@ -307,6 +307,7 @@ func runTurns(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, rcv 
 		r     DeliveryResult
 		e     EngineResult
 		speed Speed
+		tags  []string // Furrow's turns
 	)
 	for slot, isEngine := range turnOrder(turns) {
 		if eng == nil && isEngine {
@@ -323,11 +324,15 @@ func runTurns(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, rcv 
 			continue
 		}
 		speed.Start = cmp.Or(speed.Start, probe)
+		tags = append(tags, tag)
 		ft := runDelivery(ctx, cfg, t, fl, rcv, tag, d)
 		ft.Cost, ft.raw.speed = meter.stop(ctx), sampler.samples()
 		r.add(ft)
 	}
 	speed.End = probeSpeed()
+	// Counted after every turn, so that a duplicate arriving during a
+	// later turn counts too.
+	r.Duplicates = rcv.duplicates(tags)
 	speed.During, speed.EngineDuring = medianUS(r.raw.speed), medianUS(e.raw.speed)
 	r.Speed = speed
 	r.finish()
@@ -372,6 +377,5 @@ func runDelivery(ctx context.Context, cfg DeliveryConfig, t target, fl *fleet, r
 	for code, n := range tl.status {
 		r.Status[strconv.Itoa(code)] = n
 	}
-	r.Duplicates = rcv.turn(tag).dups
 	return r
 }

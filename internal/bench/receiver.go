@@ -169,6 +169,20 @@ func (r *Receiver) turn(tag string) turnCount {
 	return turnCount{}
 }
 
+// duplicates returns the deliveries received again, so far, of the turns
+// tagged tags.
+func (r *Receiver) duplicates(tags []string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, tag := range tags {
+		if tc := r.turns[tag]; tc != nil {
+			n += tc.dups
+		}
+	}
+	return n
+}
+
 // rejections returns the number of deliveries rejected so far, of any
 // turn: a rejected delivery's value cannot be trusted.
 func (r *Receiver) rejections() int64 {

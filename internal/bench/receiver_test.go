@@ -59,6 +59,13 @@ func TestReceiverVerifiesAndRecords(t *testing.T) {
 	if t1, t2 := rcv.turn("t1"), rcv.turn("t2"); t1 != (turnCount{received: 1, dups: 1}) || t2 != (turnCount{received: 1}) {
 		t.Errorf("turn t1 %+v, t2 %+v; want one event each and t1's twice", t1, t2)
 	}
+	// t1's event again, later: the run's count of its turns sees it.
+	if got := post("whsec_test", body); got != http.StatusNoContent {
+		t.Fatalf("repeated delivery answered %d", got)
+	}
+	if n := rcv.duplicates([]string{"t1", "t2", "t3"}); n != 2 {
+		t.Errorf("duplicates of t1 to t3 = %d, want t1's two", n)
+	}
 	rcv.mu.Lock()
 	_, arrived := rcv.arrivals["t1-42"]
 	rcv.mu.Unlock()

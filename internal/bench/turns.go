@@ -117,7 +117,6 @@ func (r *DeliveryResult) add(t DeliveryResult) {
 	for code, n := range t.Status {
 		r.Status[code] += n
 	}
-	r.Duplicates += t.Duplicates
 	r.ServerCPU += t.ServerCPU
 	r.Turns++
 	r.side.add(t.side)
