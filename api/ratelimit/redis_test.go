@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,20 +34,8 @@ func testPrefix(t *testing.T) string {
 	return prefix
 }
 
-// closedPort returns a local address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func TestFailOpenAllowsAndCounts(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: closedPort(t), MaxRetries: -1, DialTimeout: time.Second})
+	c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { c.Close() })
 	var logs strings.Builder
 	f := FailOpen(NewRedis(c, 1, time.Minute, "x:"), slog.New(slog.NewTextHandler(&logs, nil)))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/furrowhq/furrow/internal/testenv"
 )
 
 // A command line that cannot be understood exits 2 with what was wrong in
@@ -161,18 +163,6 @@ func TestCreateUserRefusesWhatIsNoEmail(t *testing.T) {
 	}
 }
 
-// closedPostgres returns the URL of a local port nothing listens on.
-func closedPostgres(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "postgres://furrow@" + addr + "/furrow?sslmode=disable"
-}
-
 // Every process that sends deliveries (dev, serve, and worker, which sends
 // the retries) says once, at start, that webhooks may point anywhere.
 func TestAllowPrivateIsLoggedByEveryDeliveringProcess(t *testing.T) {
@@ -216,4 +206,9 @@ func TestProbeDoesNotFollowRedirects(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(out.String(), "302") || !strings.Contains(stderr.String(), "answered 302") {
 		t.Errorf("furrow probe of a redirect: exit %d, stdout %q, stderr %q; want 1 and the 302", code, out.String(), stderr.String())
 	}
+}
+
+// closedPostgres returns the URL of a local port nothing listens on.
+func closedPostgres(t *testing.T) string {
+	return "postgres://furrow@" + testenv.ClosedAddr(t) + "/furrow?sslmode=disable"
 }
