@@ -336,3 +336,34 @@ wait_ready `+p.name)
 		})
 	}
 }
+
+// TestClusterScriptDownStopsAnOlderRun reads a state file as an older
+// cluster.sh wrote it (Furrow's database named FURROW_DB): down stops the
+// run and names its databases to drop, where it failed on an unbound
+// variable.
+func TestClusterScriptDownStopsAnOlderRun(t *testing.T) {
+	c := newClusterRun(t, recordingFurrow)
+	tool := filepath.Join(c.dir, "tbin")
+	if err := os.Mkdir(tool, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeScript(t, filepath.Join(tool, "temporal-sql-tool"), `echo "$@" >>"$CLUSTER_DIR/dropped"`)
+	state := "TBIN=" + tool + "\n" +
+		"TEMPORAL_DB=cluster_o_temporal VISIBILITY_DB=cluster_o_visibility FURROW_DB=cluster_o_furrow\n" +
+		"FURROW_URL='postgres://postgres@127.0.0.1:5432/cluster_o_furrow?sslmode=disable'\n" +
+		"VISIBILITY_URL='postgres://postgres@127.0.0.1:5432/cluster_o_visibility?sslmode=disable'\n" +
+		"SERVES=1 WORKERS=1\n"
+	if err := os.WriteFile(filepath.Join(c.dir, "state"), []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, ok, _ := c.bash(time.Minute, "down")
+	if !ok || !strings.Contains(out, "stopped") || strings.Contains(out, "unbound") {
+		t.Fatalf("down of an older run failed:\n%s", out)
+	}
+	if dropped := c.read("dropped"); !strings.Contains(dropped, "cluster_o_furrow") || !strings.Contains(dropped, "cluster_o_temporal") {
+		t.Errorf("dropped %q, want the run's databases", dropped)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "state")); !os.IsNotExist(err) {
+		t.Errorf("the state file is still there: %v", err)
+	}
+}

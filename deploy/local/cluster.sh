@@ -569,9 +569,11 @@ down() {
   done
   # shellcheck disable=SC1091
   source "$STATE"
-  local db
+  # A state file written by an older cluster.sh names Furrow's database
+  # FURROW_DB.
+  local db furrow_db=${furrow_db:-${FURROW_DB:-}}
   for db in "$furrow_db" "$TEMPORAL_DB" "$VISIBILITY_DB"; do
-    [[ -x $TBIN/temporal-sql-tool ]] && sql_tool --db "$db" drop-database --force >>"$RUN/logs/schema.log" 2>&1 || true
+    [[ -n $db && -x $TBIN/temporal-sql-tool ]] && sql_tool --db "$db" drop-database --force >>"$RUN/logs/schema.log" 2>&1 || true
   done
   rm -f "$STATE" "$RUN/furrow.env"
   say "stopped"
