@@ -1,6 +1,7 @@
 package furrow
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -90,20 +91,23 @@ func ExactJSONString(quoted []byte) bool {
 	if !utf8.Valid(quoted) {
 		return false
 	}
-	for i := 1; i < len(quoted)-1; i++ {
-		if quoted[i] != '\\' {
-			continue
+	end := len(quoted) - 1
+	for i := 1; i < end; {
+		j := bytes.IndexByte(quoted[i:end], '\\')
+		if j < 0 {
+			return true
 		}
+		i += j
 		r, ok := escapedRune(quoted, i)
 		switch {
 		case !ok:
-			i++ // a one-letter escape: skip its letter
+			i += 2 // a one-letter escape
 		case utf16.IsSurrogate(r) && loneSurrogate(quoted, i, r):
 			return false
 		case utf16.IsSurrogate(r):
-			i += 11
+			i += 12
 		default:
-			i += 5
+			i += 6
 		}
 	}
 	return true

@@ -427,6 +427,9 @@ func decodeValue(raw []byte) (string, error) {
 		if !furrow.ExactJSONString(raw) {
 			return "", invalid("The field value must be valid UTF-8 text, with no lone UTF-16 surrogate escape.")
 		}
+		if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 {
+			return string(inner), nil // its UTF-8 checked just above
+		}
 		if v, ok := decodeJSONString(raw); ok {
 			return v, nil
 		}
