@@ -15,7 +15,7 @@ import (
 // UserService manages users and their bearer tokens.
 type UserService interface {
 	// CreateUser creates a user and returns it with its token, shown once.
-	// A taken email is ECONFLICT.
+	// An email CheckEmail refuses is EINVALID; a taken one is ECONFLICT.
 	CreateUser(ctx context.Context, email string) (User, string, error)
 	// UserByToken returns the user holding token; unknown is EUNAUTHORIZED.
 	UserByToken(ctx context.Context, token string) (User, error)

@@ -11,8 +11,12 @@ import (
 )
 
 // CreateUser creates a user and returns it with its bearer token, shown
-// once; only the token's hash is stored. A taken email is ECONFLICT.
+// once; only the token's hash is stored. An email furrow.CheckEmail refuses
+// is EINVALID; a taken one is ECONFLICT.
 func (db *DB) CreateUser(ctx context.Context, email string) (furrow.User, string, error) {
+	if err := furrow.CheckEmail(email); err != nil {
+		return furrow.User{}, "", err
+	}
 	u := furrow.User{ID: uuid.New(), Email: email}
 	token := furrow.NewUserToken()
 	hash := furrow.HashSecret(token)

@@ -20,6 +20,9 @@ type userToken struct {
 // CreateUser implements furrow.UserService.
 func (s *Store) CreateUser(ctx context.Context, email string) (furrow.User, string, error) {
 	r, err := do(ctx, s, "CreateUser", []any{email}, func() (userToken, error) {
+		if err := furrow.CheckEmail(email); err != nil {
+			return userToken{}, err
+		}
 		for _, u := range s.users {
 			if u.Email == email {
 				return userToken{}, furrow.Errorf(furrow.ECONFLICT, "A user with this email already exists.")

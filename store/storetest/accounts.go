@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,6 +50,12 @@ func UserService(t *testing.T, newSubject New) {
 			e.must(err)
 			_, _, err = e.Users.CreateUser(e.ctx, "bo@example.com")
 			e.wantCode(err, furrow.ECONFLICT, "second CreateUser with one email")
+		},
+		"MalformedEmailIsInvalid": func(e *env) {
+			for _, email := range []string{"", "ada", "ada @example.com", "ada@", "@example.com", "a@b@c"} {
+				_, _, err := e.Users.CreateUser(e.ctx, email)
+				e.wantCode(err, furrow.EINVALID, fmt.Sprintf("CreateUser(%q)", email))
+			}
 		},
 		"UnknownTokenIsUnauthorized": func(e *env) {
 			e.user()
