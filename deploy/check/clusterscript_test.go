@@ -190,6 +190,36 @@ start_process worker-1`); !ok {
 	}
 }
 
+// TestClusterScriptPrintsNoPassword: up's address lines are read in
+// terminals and kept in logs, so the database line names the user and the
+// database but not the password, which a client gives as PGPASSWORD.
+func TestClusterScriptPrintsNoPassword(t *testing.T) {
+	const password = "s3cret-Pw"
+	c := newClusterRun(t, recordingFurrow, "CLUSTER_SERVES=1", "CLUSTER_WORKERS=1", "CLUSTER_PGPASSWORD="+password)
+	out, ok, _ := c.bash(time.Minute, `TBIN=/nonexistent
+write_state t
+print_addresses`)
+	if !ok {
+		t.Fatalf("print_addresses failed:\n%s", out)
+	}
+	if strings.Contains(out, password) {
+		t.Errorf("the address lines show the password:\n%s", out)
+	}
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "database: "); ok {
+			line = v
+		}
+	}
+	u, err := url.Parse(line)
+	if err != nil || u.User.Username() != "postgres" || u.Path != "/cluster_t_furrow" {
+		t.Fatalf("database line %q (%v), want the user postgres and the database cluster_t_furrow", line, err)
+	}
+	if !strings.Contains(out, "PGPASSWORD") {
+		t.Errorf("nothing says where the password goes:\n%s", out)
+	}
+}
+
 // TestClusterScriptKeepsThePasswordOffCommandLines runs the Temporal SQL
 // tool and temporalsetup (fakes that record what they get): the password
 // must reach them in the environment (SQL_PASSWORD, PGPASSWORD), never in

@@ -5,6 +5,7 @@
 #
 #   deploy/local/cluster.sh build        only build the Temporal server and SQL tool (once)
 #   deploy/local/cluster.sh up           start everything; prints "name: address" lines
+#                                        (the database's without its password)
 #   deploy/local/cluster.sh down         stop exactly what up started, drop its databases
 #   deploy/local/cluster.sh status       show which processes run
 #   deploy/local/cluster.sh stop NAME [SIGNAL]   stop one process (TERM waits for its exit)
@@ -467,6 +468,7 @@ names() {
   for i in $(seq 1 "$SERVES"); do echo "serve-$i"; done
 }
 
+# print_addresses prints the "name: address" lines of the run.
 print_addresses() {
   # shellcheck disable=SC1091
   source "$STATE"
@@ -481,7 +483,10 @@ print_addresses() {
   done
   echo "temporal: 127.0.0.1:$TEMPORAL_PORT"
   echo "redis: redis://127.0.0.1:$REDIS_PORT/0"
-  echo "database: $furrow_url"
+  # Without its password: these lines are printed, kept in terminals and
+  # logs. A client gives CLUSTER_PGPASSWORD as PGPASSWORD, which pgx reads.
+  echo "database: $(pg_url "$furrow_db")"
+  [[ -z $PGPASSWORD_ ]] || say "the database line holds no password: give CLUSTER_PGPASSWORD's as PGPASSWORD"
   if [[ ${CLUSTER_PPROF:-} == 1 ]]; then
     local name port
     echo "pprof temporal: 127.0.0.1:$TEMPORAL_PPROF_PORT"
