@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/furrowhq/furrow/internal/testenv/testtemporal"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
@@ -60,14 +62,7 @@ var (
 // temporalAddr starts the package's embedded Temporal once.
 func temporalAddr(t *testing.T) string {
 	t.Helper()
-	tmpOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		tmpSrv, tmpErr = devserver.Start(ctx, devserver.Options{
-			FrontendAddr: "127.0.0.1:0", DisableUI: true, SearchAttributes: workflows.SearchAttributes(),
-			Logger: slog.New(slog.DiscardHandler),
-		})
-	})
+	tmpOnce.Do(func() { tmpSrv, tmpErr = testtemporal.Start() })
 	if tmpErr != nil {
 		t.Fatalf("embedded Temporal: %v", tmpErr)
 	}

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/furrowhq/furrow/internal/testenv/testtemporal"
+
 	"github.com/furrowhq/furrow/temporal"
-	"github.com/furrowhq/furrow/temporal/devserver"
 	"github.com/furrowhq/furrow/workflows"
 )
 
@@ -21,14 +22,7 @@ func TestEnsureSchedulesReportsOnlyChanges(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{
-		FrontendAddr: "127.0.0.1:0", DisableUI: true, SearchAttributes: workflows.SearchAttributes(),
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	srv := testtemporal.New(t)
 	tc, err := temporal.Dial(ctx, temporal.Options{Address: srv.FrontendAddr(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

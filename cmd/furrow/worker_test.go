@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/furrowhq/furrow/internal/testenv/testtemporal"
+
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -20,8 +22,6 @@ import (
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/store"
-	"github.com/furrowhq/furrow/temporal/devserver"
-	"github.com/furrowhq/furrow/workflows"
 )
 
 // stubWorker starts at once and takes no task.
@@ -44,14 +44,7 @@ func TestWorkerExitsOnAFatalWorkerError(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{
-		FrontendAddr: "127.0.0.1:0", DisableUI: true, SearchAttributes: workflows.SearchAttributes(),
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	srv := testtemporal.New(t)
 	built := make(chan func(error), 1)
 	w := &stubWorker{}
 	buildWorker = func(_ Config, _ *observability, _ *slog.Logger, _ client.Client, _ *store.DB, _ furrow.EventPublisher, onFatal func(error)) (worker.Worker, error) {
