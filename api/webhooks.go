@@ -216,11 +216,15 @@ poll:
 
 // reenabled reports whether cur, the webhook read after the reenable
 // signal, shows the signal applied to before, as read before it: a
-// transition came since (the next transition of a disabled webhook is its
-// re-enabling, so a failure right after it cannot hide it), or it is
-// enabled with no failures (a webhook that was enabled, whose counter the
-// signal resets without a transition, or one re-enabled by a workflow that
-// predates transitions).
+// transition came since to a webhook that was disabled (its next
+// transition is its re-enabling, so a failure right after it cannot hide
+// it), or it is enabled and came through a transition since or has no
+// failures (a webhook that was enabled, whose counter the signal resets
+// without a transition, or one re-enabled by a workflow that predates
+// transitions). An enabled webhook's next transition can be its disabling,
+// by a failed chain the workflow applies before the signal: that alone is
+// not the change.
 func reenabled(before, cur furrow.Webhook) bool {
-	return cur.StateSeq > before.StateSeq || (cur.Enabled && cur.ConsecutiveFailures == 0)
+	moved := cur.StateSeq > before.StateSeq
+	return (moved && !before.Enabled) || (cur.Enabled && (moved || cur.ConsecutiveFailures == 0))
 }

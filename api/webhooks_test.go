@@ -298,3 +298,41 @@ func TestEnableWebhookWaitsUntilTheAnswerReserve(t *testing.T) {
 		t.Fatalf("status %d %s, want 200 with the webhook enabled", r.Status, r.Body)
 	}
 }
+
+// Enabling a webhook one failure short of disabling, while its workflow
+// applies a queued fifth failed chain first (a disabling transition), is
+// not answered 200 with the webhook disabled: the transition seen is not
+// the re-enable. Once the re-enable follows, the answer is 200.
+func TestEnableWebhookIsNotAppliedByADisablingTransition(t *testing.T) {
+	for name, reenableAfter := range map[string]time.Duration{"never": 0, "later": 200 * time.Millisecond} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.cfg.RequestTimeout = time.Second
+			h.deps.Delivery = reenabler{h.engine, func(ctx context.Context, id uuid.UUID) error {
+				disable := furrow.WebhookTransition{WebhookID: id, Seq: 1, Failures: furrow.MaxFailedChains}
+				if _, _, _, err := h.store.TransitionWebhook(ctx, disable, 0); err != nil {
+					return err
+				}
+				if reenableAfter > 0 {
+					time.AfterFunc(reenableAfter, func() {
+						enable := furrow.WebhookTransition{WebhookID: id, Seq: 2, Enabled: true, By: furrow.EnabledByAPI}
+						_, _, _, _ = h.store.TransitionWebhook(context.Background(), enable, 0)
+					})
+				}
+				return nil
+			}}
+			h.rebuild()
+			w := h.createHook(`{"url":"https://example.com/a"}`)
+			if _, err := h.store.SetWebhookState(t.Context(), w.ID, true, furrow.MaxFailedChains-1, 0); err != nil {
+				t.Fatal(err)
+			}
+			r := h.user(h.manager, "POST", h.farmPath("/webhooks/"+w.ID.String()+"/enable"), "")
+			switch {
+			case reenableAfter == 0 && r.Status != http.StatusAccepted:
+				t.Fatalf("status %d %s, want 202: the webhook is disabled", r.Status, r.Body)
+			case reenableAfter > 0 && (r.Status != http.StatusOK || !strings.Contains(r.Body, `"enabled":true`)):
+				t.Fatalf("status %d %s, want 200 with the webhook enabled", r.Status, r.Body)
+			}
+		})
+	}
+}
