@@ -195,5 +195,5 @@ func scanAttempt(r pgx.Row) (furrow.Attempt, error) {
 func (db *DB) PruneAttempts(ctx context.Context, before time.Time) (int64, error) {
 	r, err := db.attemptParts.prune(ctx, db, before)
 	_, testErr := db.pruneTestEvents(ctx, furrow.Millis(before))
-	return r.rows, errors.Join(err, testErr)
+	return r.rows, errors.Join(translate(err, "prune attempts", "attempt"), testErr)
 }

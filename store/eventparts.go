@@ -163,7 +163,9 @@ func (db *DB) PruneEvents(ctx context.Context, before time.Time) (int64, error) 
 // validateEventKey marks the parent index of the events key valid once
 // every partition has its own, that is once retention has dropped the
 // pre-partitioning partition: attaching a partition's index again makes
-// PostgreSQL check them all.
+// PostgreSQL check them all. The attach locks the partition's index, and
+// every claim and read of events queues behind a wait for it, so a lock
+// held past retentionLockTimeout leaves it for the next run.
 func (db *DB) validateEventKey(ctx context.Context) error {
 	var child *string
 	err := db.pool.QueryRow(ctx, `SELECT (SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
@@ -176,6 +178,17 @@ func (db *DB) validateEventKey(ctx context.Context) error {
 		return err
 	}
 	// While a partition lacks the index, the parent just stays invalid.
-	_, err = db.pool.Exec(ctx, "ALTER INDEX events_id_occurred ATTACH PARTITION "+pgx.Identifier{*child}.Sanitize())
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if err := setLockTimeout(ctx, tx, retentionLockTimeout); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "ALTER INDEX events_id_occurred ATTACH PARTITION "+pgx.Identifier{*child}.Sanitize())
+		return err
+	})
+	if sqlState(err) == pgLockNotAvailable {
+		db.log.Warn("store: the events key's index is left for retention's next run: a long transaction held the table",
+			"partition", *child)
+		return nil
+	}
 	return err
 }

@@ -644,3 +644,56 @@ func TestReadingsAndAttemptsPagesSkipPartitionsAfterTheCursor(t *testing.T) {
 		}
 	}
 }
+
+// On a database upgraded with events in it, retention attaches a
+// partition's key index again each run until the old rows are gone (see
+// validateEventKey). Behind a long reader of events that attach gives up
+// after retentionLockTimeout, so claims and reads of events, which would
+// queue behind its wait, go on.
+func TestPruneEventsKeyIndexGivesUpBehindALongReader(t *testing.T) {
+	ctx := context.Background()
+	url, conn := dbUpTo(t, "0010_webhooks_secret_key_id.sql")
+	farm := uuid.New()
+	for _, q := range []string{
+		fmt.Sprintf("INSERT INTO farms (id, name, created_at_ms) VALUES ('%s', 'f', 0)", farm),
+		// One undispatched event keeps the old rows' partition.
+		fmt.Sprintf(`INSERT INTO events (id, type, farm_id, occurred_at_ms, data, dispatched_at_ms)
+			SELECT gen_random_uuid(), 'trigger.fired', '%s', %d - g * 1000, '{}', CASE WHEN g = 5 THEN NULL ELSE 1 END
+			FROM generate_series(1, 100) g`, farm, time.Now().UnixMilli()),
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reader := connect(t, url)
+	tx, err := reader.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM events"); err != nil {
+		t.Fatal(err)
+	}
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	began := time.Now()
+	if _, err := db.PruneEvents(bounded, time.Now().Add(-30*24*time.Hour)); err != nil {
+		t.Fatalf("PruneEvents behind a reader: %v; want the index left for the next run", err)
+	}
+	if took := time.Since(began); took > 4*time.Second {
+		t.Fatalf("PruneEvents gave up after %s, want about a second", took)
+	}
+	claim, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if got, err := db.ClaimEvents(claim, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute}); err != nil || len(got) != 1 {
+		t.Fatalf("ClaimEvents behind the reader: %d events, %v; want the undispatched one", len(got), err)
+	}
+}

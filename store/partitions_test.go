@@ -2,12 +2,15 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testclock"
@@ -291,5 +294,44 @@ func TestPruneAttemptsGoesPastABusyPartition(t *testing.T) {
 	}
 	if n, err := db.PruneAttempts(ctx, day.AddDate(0, 0, 5)); err != nil || n != 1 {
 		t.Fatalf("PruneAttempts once the reader is done = %d, %v; want the first day's attempt", n, err)
+	}
+}
+
+// A partition retention cannot drop (here a view depends on it) fails the
+// run with the store's own error: no pgx type leaves the package, and the
+// error names the operation.
+func TestPruneErrorsAreTranslated(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	hook, err := db.CreateWebhook(ctx, furrow.Webhook{ID: uuid.New(), FarmID: fx.farm.ID, URL: "https://example.com/h", Secret: "whsec_x", Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AddAttempt(ctx, furrow.Attempt{WebhookID: hook.ID, EventID: furrow.NewEventID(), Attempt: 1, StatusCode: 200, AtMs: clock.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, url)
+	for _, q := range []string{
+		"CREATE VIEW holds_readings AS SELECT * FROM readings_p20310310",
+		"CREATE VIEW holds_attempts AS SELECT * FROM delivery_attempts_p20310310",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := clock.Now().AddDate(0, 0, 3)
+	for name, prune := range map[string]func(context.Context, time.Time) (int64, error){
+		"prune readings": db.PruneReadings, "prune attempts": db.PruneAttempts,
+	} {
+		_, err := prune(ctx, later)
+		var pe *pgconn.PgError
+		if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v (a *pgconn.PgError: %v); want the store's error naming %q", name, err, pe != nil, name)
+		}
 	}
 }

@@ -102,5 +102,5 @@ func readingsQuery(cols string, f furrow.ReadingFilter, before, edge *furrow.Cur
 // planner's estimate of the rows dropped.
 func (db *DB) PruneReadings(ctx context.Context, before time.Time) (int64, error) {
 	r, err := db.readingParts.prune(ctx, db, before)
-	return r.rows, err
+	return r.rows, translate(err, "prune readings", "reading")
 }
