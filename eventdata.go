@@ -83,11 +83,13 @@ func loneSurrogate(data []byte, i int, r rune) bool {
 	return r >= 0xDC00 || !ok || utf16.DecodeRune(r, low) == '\uFFFD'
 }
 
-// ExactJSONString says whether the JSON string quoted, quotes included,
-// decodes to exactly the text it spells: valid UTF-8 with no lone UTF-16
-// surrogate escape, both of which a JSON decoder would replace with U+FFFD
-// and so store something other than what was sent.
-func ExactJSONString(quoted []byte) bool {
+// ExactJSON says whether valid JSON text, a string with its quotes or a
+// whole document, decodes to exactly the text it spells: valid UTF-8 with
+// no lone UTF-16 surrogate escape, both of which a JSON decoder would
+// replace with U+FFFD and so store something other than what was sent.
+// (Outside strings JSON has no backslash, so a document's escapes are its
+// strings'.)
+func ExactJSON(quoted []byte) bool {
 	if !utf8.Valid(quoted) {
 		return false
 	}

@@ -143,7 +143,7 @@ func New(cfg Config, deps Deps) http.Handler {
 
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, s.logRequests, s.recoverer, s.deadline)
+	r.Use(requestID, s.logRequests, s.recoverer, s.deadline, s.wellFormedQuery)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return furrow.Errorf(furrow.ENOTFOUND, "There is no such endpoint.")
 	}))

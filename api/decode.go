@@ -424,7 +424,7 @@ func decodeValue(raw []byte) (string, error) {
 	case c == '"':
 		// A decoder would store U+FFFD for what it cannot read; the value
 		// is stored as sent or not at all.
-		if !furrow.ExactJSONString(raw) {
+		if !furrow.ExactJSON(raw) {
 			return "", invalid("The field value must be valid UTF-8 text, with no lone UTF-16 surrogate escape.")
 		}
 		if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 {

@@ -161,6 +161,11 @@ func decodeJSON(b []byte, dst any) error {
 	if !strings.HasPrefix(trimmed, "{") || !json.Valid(b) {
 		return furrow.Errorf(furrow.EINVALID, "The body must be a single valid JSON object.")
 	}
+	// The decoder would store U+FFFD in place of either, a text other
+	// than the one sent (a name, a webhook's URL).
+	if !furrow.ExactJSON(b) {
+		return furrow.Errorf(furrow.EINVALID, "The body must be valid UTF-8, and its strings must hold no lone UTF-16 surrogate escape (\\uD800 to \\uDFFF).")
+	}
 	if err := json.Unmarshal(b, dst); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		var ferr *furrow.Error

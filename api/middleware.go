@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"time"
 
@@ -186,4 +187,20 @@ func untimed(h http.Handler) http.HandlerFunc {
 		_ = rc.SetWriteDeadline(time.Time{})
 		h.ServeHTTP(w, r)
 	}
+}
+
+// wellFormedQuery refuses a query string that Go's parser would take only
+// in part (a stray %, a ;): the handler would go on without a filter,
+// limit or topic the client sent, and answer something else than asked.
+// An empty query costs nothing, as on every device's reading.
+func (s *server) wellFormedQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "" {
+			if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+				s.fail(w, r, furrow.Errorf(furrow.EINVALID, "The query string is malformed: each parameter must be name=value, percent-encoded, separated by &."))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
