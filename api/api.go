@@ -149,7 +149,13 @@ func (s *server) routes() http.Handler {
 	}))
 	mux := r
 	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		w.Header().Set("Allow", allowedMethods(mux, r))
+		// chi lands here for a method it knows no route of (FOO), on any
+		// path: a path no method has is still not found.
+		allow := allowedMethods(mux, r)
+		if allow == "" {
+			return furrow.Errorf(furrow.ENOTFOUND, "There is no such endpoint.")
+		}
+		w.Header().Set("Allow", allow)
 		return errMethod(r.Method)
 	}))
 	r.Get("/healthz", s.healthz)

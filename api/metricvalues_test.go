@@ -316,3 +316,15 @@ func TestMethodNotAllowedListsAllow(t *testing.T) {
 		}
 	}
 }
+
+// A method no route has, on a path no route has, is 404 like any unknown
+// path, not a 405 with an empty Allow.
+func TestUnknownMethodOnUnknownPath(t *testing.T) {
+	h := newHarness(t)
+	expectError(t, h.do(req{method: "FOO", path: "/nope/at/all"}), http.StatusNotFound, furrow.ENOTFOUND, "no such endpoint")
+	r := h.do(req{method: "POST", path: "/healthz"})
+	expectError(t, r, http.StatusMethodNotAllowed, furrow.EINVALID, "not allowed")
+	if got := r.Header.Get("Allow"); got != "GET" {
+		t.Errorf("POST /healthz: Allow = %q, want %q", got, "GET")
+	}
+}
