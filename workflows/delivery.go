@@ -33,8 +33,13 @@ const pacingChange = "webhook-rate"
 
 // unsentChange versions how a chain that ends on an attempt never made
 // (activities.ErrorTypeUnsent: its webhook or event could not be read) is
-// counted: since it, not at all, for the endpoint was not tried. It is
-// asked only for such a chain, so no other history carries its marker.
+// counted. Before it (DefaultVersion), as a failed chain. At version 1, not
+// at all, for the endpoint was not tried, though an attempt before the
+// last may have been: a chain whose endpoint failed attempts 1 to 7 went
+// unreported when its 8th could not be read. At version 2, as a failed
+// chain when any of its attempts was made (chain.made), and not at all
+// when none was. It is asked only for such a chain, so no other history
+// carries its marker, and at every revision, unlike the changes above.
 const unsentChange = "unsent-not-counted"
 
 // Revision is the revision of the delivery workflow's code that new starts
@@ -102,9 +107,10 @@ func Delivery(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
 	}
 	workflow.SetCurrentDetails(ctx, c.ended(out))
 	// A chain whose last attempt was never made (its webhook or event could
-	// not be read) is not counted: the endpoint was not tried. The version
-	// is asked only then, so other histories carry no marker of it.
-	unsent := err != nil && activities.Unsent(err) && workflow.GetVersion(ctx, unsentChange, workflow.DefaultVersion, 1) >= 1
+	// not be read) is not counted when no attempt of it was: the endpoint
+	// was not tried. The version is asked only then, so other histories
+	// carry no marker of it.
+	unsent := err != nil && activities.Unsent(err) && c.unsentUncounted(ctx)
 	if reported(in, out, res) && !unsent {
 		if err := report(ctx, in, out); err != nil {
 			return out, err
@@ -131,6 +137,12 @@ type chain struct {
 	in       activities.DeliverInput
 	schedule []time.Duration
 	rev      int // DeliveryInput.Rev
+	// made says whether an attempt of the chain was made: its activity
+	// got past reading the webhook and event (it succeeded, or failed
+	// otherwise than activities.ErrorTypeUnsent). The attempts that
+	// retryInOneActivity runs as one activity are not seen one by one, so
+	// there only the first attempt's tells.
+	made bool
 }
 
 func newChain(in DeliveryInput) *chain {
@@ -147,6 +159,20 @@ func newChain(in DeliveryInput) *chain {
 // revision 1 on, else as the workflow's version of it says.
 func (c *chain) takes(ctx workflow.Context, change string) bool {
 	return c.rev >= 1 || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// unsentUncounted says whether the chain, which ended on an attempt never
+// made, goes unreported, as its version of unsentChange says: never before
+// it, always at version 1, and when no attempt of it was made since.
+func (c *chain) unsentUncounted(ctx workflow.Context) bool {
+	switch workflow.GetVersion(ctx, unsentChange, workflow.DefaultVersion, 2) {
+	case workflow.DefaultVersion:
+		return false
+	case 1:
+		return true
+	default:
+		return !c.made
+	}
 }
 
 // total is the number of attempts the chain may make.
@@ -217,6 +243,7 @@ func (c *chain) paced(ctx workflow.Context, attempt int, res *activities.Deliver
 		workflow.SetCurrentDetails(ctx, c.sending(attempt))
 		*res = activities.DeliverResult{}
 		if err := run(in, res); err != nil || !res.Throttled {
+			c.made = c.made || !activities.Unsent(err)
 			return err
 		}
 		wait := time.Duration(res.Wait)
@@ -231,7 +258,9 @@ func (c *chain) paced(ctx workflow.Context, attempt int, res *activities.Deliver
 
 // retryInOneActivity runs attempts 2 and later as one activity whose retry
 // policy and errors follow the schedule: how workflows started before
-// attemptsChange go on.
+// attemptsChange go on. Only the last of those attempts' errors comes
+// back, so whether any of the others was made is not known: c.made keeps
+// what the first attempt said.
 func (c *chain) retryInOneActivity(ctx workflow.Context, first error) (activities.DeliverResult, error) {
 	var a *activities.Activities
 	var res activities.DeliverResult

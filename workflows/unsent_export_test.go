@@ -1,0 +1,4 @@
+package workflows
+
+// ChangeUnsent is unsentChange, for tests that run its older versions.
+const ChangeUnsent = unsentChange
