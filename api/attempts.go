@@ -35,7 +35,8 @@ func (s *server) listAttempts(w http.ResponseWriter, r *http.Request) error {
 // or of every subscribed event since a time ({since_ms}): 202 {count}. A
 // disabled webhook is refused (409): its deliveries would all be skipped.
 // Under an Idempotency-Key the redelivery is named by the webhook and the
-// key, so that the request sent again starts nothing more.
+// key, so that the request sent again starts nothing more; the key reused
+// with another body is the control's ECONFLICT (409), which starts nothing.
 func (s *server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		EventID *string `json:"event_id"`

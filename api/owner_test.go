@@ -16,19 +16,44 @@ import (
 )
 
 // control stands in for the delivery engine's furrow.WebhookControl,
-// recording what the API asks of it.
+// recording what the API asks of it. Like temporal.Control, it refuses a
+// key used before for another request with ECONFLICT, recording nothing.
 type control struct {
 	mu        sync.Mutex
 	sets      []furrow.RedeliverySet // the redeliveries since a time
 	once      [][]furrow.Event       // the redeliveries of events under a key
 	keys      []string               // the keys of both, in order
+	asked     map[string]string      // what each key asked for first
 	deleted   []uuid.UUID            // the webhooks told deleted
 	deleteErr error                  // what WebhookDeleted answers
+}
+
+// reusedKey records that key asks for request, and returns ECONFLICT when
+// it asked for another before. c.mu is held.
+func (c *control) reusedKey(key, request string) error {
+	if key == "" {
+		return nil
+	}
+	if c.asked == nil {
+		c.asked = map[string]string{}
+	}
+	if first, ok := c.asked[key]; ok && first != request {
+		return furrow.Errorf(furrow.ECONFLICT, "The Idempotency-Key was already used for a different redelivery.")
+	}
+	c.asked[key] = request
+	return nil
 }
 
 func (c *control) RedeliverOnce(_ context.Context, _ furrow.Webhook, events []furrow.Event, key string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	request := "events"
+	for _, e := range events {
+		request += ":" + e.ID
+	}
+	if err := c.reusedKey(key, request); err != nil {
+		return err
+	}
 	c.once, c.keys = append(c.once, events), append(c.keys, key)
 	return nil
 }
@@ -36,6 +61,9 @@ func (c *control) RedeliverOnce(_ context.Context, _ furrow.Webhook, events []fu
 func (c *control) RedeliverSince(_ context.Context, _ furrow.Webhook, set furrow.RedeliverySet, key string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.reusedKey(key, fmt.Sprint("since:", set.SinceMs)); err != nil {
+		return err
+	}
 	c.sets, c.keys = append(c.sets, set), append(c.keys, key)
 	return nil
 }
@@ -157,7 +185,9 @@ func TestRedeliverToADisabledWebhook(t *testing.T) {
 }
 
 // An Idempotency-Key names the redelivery: both forms pass it on, the
-// same for the same key, and a malformed one is refused.
+// same request sent again under its key is accepted again, the key reused
+// for another body (another form, event or since_ms) is 409, and a
+// malformed one is refused.
 func TestRedeliverIdempotencyKey(t *testing.T) {
 	h := newHarness(t)
 	ctl := h.withControl()
@@ -168,19 +198,23 @@ func TestRedeliverIdempotencyKey(t *testing.T) {
 		return h.do(req{method: "POST", path: path, body: body,
 			header: map[string]string{"Authorization": "Bearer " + h.manager, "Idempotency-Key": key}})
 	}
+	since, event := `{"since_ms":0}`, `{"event_id":"`+fired.ID+`"}`
 	for range 2 {
-		for _, body := range []string{`{"since_ms":0}`, `{"event_id":"` + fired.ID + `"}`} {
-			if r := send(body, "recover-1"); r.Status != http.StatusAccepted || strings.TrimSpace(r.Body) != `{"count":1}` {
+		for body, key := range map[string]string{since: "recover-1", event: "recover-2"} {
+			if r := send(body, key); r.Status != http.StatusAccepted || strings.TrimSpace(r.Body) != `{"count":1}` {
 				t.Fatalf("%s under a key: %d %s", body, r.Status, r.Body)
 			}
 		}
 	}
+	expectError(t, send(event, "recover-1"), http.StatusConflict, furrow.ECONFLICT, "Idempotency-Key")
+	expectError(t, send(since, "recover-2"), http.StatusConflict, furrow.ECONFLICT, "Idempotency-Key")
+	expectError(t, send(`{"since_ms":500}`, "recover-1"), http.StatusConflict, furrow.ECONFLICT, "Idempotency-Key")
 	if len(ctl.sets) != 2 || len(ctl.once) != 2 || len(h.engine.redelivered) != 0 {
 		t.Fatalf("%d sets and %d event lists under a key, %d without; want 2, 2 and 0", len(ctl.sets), len(ctl.once), len(h.engine.redelivered))
 	}
 	for _, k := range ctl.keys {
-		if k != "recover-1" {
-			t.Fatalf("keys passed on %q, want recover-1 each time", ctl.keys)
+		if k != "recover-1" && k != "recover-2" {
+			t.Fatalf("keys passed on %q, want the request's each time", ctl.keys)
 		}
 	}
 	expectError(t, send(`{"since_ms":0}`, "bad\x01key"), http.StatusBadRequest, furrow.EINVALID, "Idempotency-Key")

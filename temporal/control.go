@@ -54,7 +54,8 @@ func (ctl *Control) Redeliver(ctx context.Context, w furrow.Webhook, events []fu
 
 // RedeliverOnce is Redeliver under the idempotency key key: the
 // redelivery's name derives from the webhook and the key
-// (workflows.RedeliverBatch), so asked again it starts nothing more.
+// (workflows.RedeliverBatch), so asked again it starts nothing more; the
+// key reused for other events is ECONFLICT.
 func (ctl *Control) RedeliverOnce(ctx context.Context, w furrow.Webhook, events []furrow.Event, key string) error {
 	opts, in := workflows.RedeliverStart(w, events, workflows.RedeliverBatch(w.ID, key), ctl.schedule)
 	if err := ctl.startRedelivery(ctx, opts, in); err != nil {
@@ -74,15 +75,33 @@ func (ctl *Control) RedeliverSince(ctx context.Context, w furrow.Webhook, set fu
 	return nil
 }
 
-// startRedelivery starts a redelivery's workflow; one started already
-// under its name (a request sent again with its key) is success.
+// startRedelivery starts a redelivery's workflow. One started already
+// under its name is the request sent again with its key, success, when it
+// asked for the same (its memo's digest, see
+// workflows.SameRedeliverRequest); asking for another under the key is
+// ECONFLICT, and starts nothing: answering success would lose it.
 func (ctl *Control) startRedelivery(ctx context.Context, opts client.StartWorkflowOptions, in workflows.RedeliverInput) error {
 	_, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.RedeliverWorkflowName, in)
-	if workflows.AlreadyStarted(err) {
-		return nil
+	if !workflows.AlreadyStarted(err) {
+		return err
 	}
-	return err
+	d, err := ctl.c.DescribeWorkflowExecution(ctx, opts.ID, "")
+	if err != nil {
+		return fmt.Errorf("describe the redelivery started under its key: %w", err)
+	}
+	same, err := workflows.SameRedeliverRequest(opts, d.GetWorkflowExecutionInfo().GetMemo())
+	if err != nil {
+		return err
+	} else if !same {
+		return errKeyReused
+	}
+	return nil
 }
+
+// errKeyReused answers a redelivery whose Idempotency-Key named another
+// redelivery of the webhook, as a reused key does for readings.
+var errKeyReused = furrow.Errorf(furrow.ECONFLICT,
+	"The Idempotency-Key was already used for a different redelivery of this webhook; use a new key.")
 
 // WebhookDeleted sends SignalDeleted to the webhook's workflow, so that it
 // finds its webhook gone and ends. It starts no workflow: a webhook whose

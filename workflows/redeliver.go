@@ -5,11 +5,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -142,7 +146,15 @@ func RedeliverStart(w furrow.Webhook, events []furrow.Event, batch string, sched
 		e.Data = nil
 		bare[i] = e
 	}
-	opts := redeliverOptionsOf(w, batch, fmt.Sprintf("redeliver %d events to %s, farm %s", len(events), webhookHost(w.URL), w.FarmID))
+	ids := make([]string, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	request := "events:" + strings.Join(ids, ",")
+	if len(ids) == 1 {
+		request = "event:" + ids[0]
+	}
+	opts := redeliverOptionsOf(w, batch, request, fmt.Sprintf("redeliver %d events to %s, farm %s", len(events), webhookHost(w.URL), w.FarmID))
 	in := RedeliverInput{StartRedeliveriesInput: activities.StartRedeliveriesInput{
 		WebhookID: w.ID, Batch: batch, Events: bare, Schedule: furrow.Durations(schedule)}}
 	return opts, in
@@ -153,20 +165,22 @@ func RedeliverStart(w furrow.Webhook, events []furrow.Event, batch string, sched
 // RedeliverStart does. The input names no event.
 func RedeliverSinceStart(w furrow.Webhook, set furrow.RedeliverySet, batch string, schedule []time.Duration) (client.StartWorkflowOptions, RedeliverInput) {
 	since := time.UnixMilli(set.SinceMs).UTC().Format(time.RFC3339)
-	opts := redeliverOptionsOf(w, batch, fmt.Sprintf("redeliver %d events since %s to %s, farm %s", set.Count, since, webhookHost(w.URL), w.FarmID))
+	opts := redeliverOptionsOf(w, batch, "since:"+strconv.FormatInt(set.SinceMs, 10), fmt.Sprintf("redeliver %d events since %s to %s, farm %s", set.Count, since, webhookHost(w.URL), w.FarmID))
 	in := RedeliverInput{StartRedeliveriesInput: activities.StartRedeliveriesInput{
 		WebhookID: w.ID, Batch: batch, Schedule: furrow.Durations(schedule)}, Since: &set}
 	return opts, in
 }
 
 // redeliverOptionsOf are the start options of the redelivery batch to w:
-// the webhook's and farm's search attributes, and summary. A batch's ID is
+// the webhook's and farm's search attributes, summary, and the digest of
+// request, what the redelivery asks for, in its memo. A batch's ID is
 // never started twice, even after its workflow closed (the start then
 // fails with WorkflowExecutionAlreadyStarted, see AlreadyStarted), so that
 // a request sent again under its idempotency key starts nothing.
-func redeliverOptionsOf(w furrow.Webhook, batch, summary string) client.StartWorkflowOptions {
+func redeliverOptionsOf(w furrow.Webhook, batch, request, summary string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                                       RedeliverWorkflowID(w.ID, batch),
+		Memo:                                     map[string]any{MemoRedeliverRequest: redeliverDigest(request)},
 		TaskQueue:                                TaskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
@@ -177,4 +191,37 @@ func redeliverOptionsOf(w furrow.Webhook, batch, summary string) client.StartWor
 		),
 		StaticSummary: summary,
 	}
+}
+
+// MemoRedeliverRequest is the memo field of a redelivery's workflow that
+// holds the digest of what its request asked for (an event, or a time
+// since), set at its start and carried by continue-as-new. The same
+// idempotency key names the same workflow whatever the body, so the
+// digest is what tells the request sent again from another request under
+// a reused key (SameRedeliverRequest).
+const MemoRedeliverRequest = "FurrowRedeliverRequest"
+
+// redeliverDigest is the digest of request ("event:<id>", "events:<ids>"
+// or "since:<ms>"), hashed so that the memo, which the Temporal UI shows,
+// holds no more than it needs to compare.
+func redeliverDigest(request string) string {
+	sum := sha256.Sum256([]byte(request))
+	return hex.EncodeToString(sum[:16])
+}
+
+// SameRedeliverRequest reports whether the redelivery whose workflow has
+// memo asks for what opts, from RedeliverStart or RedeliverSinceStart,
+// would start. A memo without the digest is of a workflow started before
+// redeliveries recorded it: it counts as the same request, as every
+// request under a key did then, rather than refusing a client's retry.
+func SameRedeliverRequest(opts client.StartWorkflowOptions, memo *commonpb.Memo) (bool, error) {
+	p := memo.GetFields()[MemoRedeliverRequest]
+	if p == nil {
+		return true, nil
+	}
+	var got string
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &got); err != nil {
+		return false, fmt.Errorf("read memo %s: %w", MemoRedeliverRequest, err)
+	}
+	return got == opts.Memo[MemoRedeliverRequest], nil
 }
