@@ -143,7 +143,7 @@ func New(cfg Config, deps Deps) http.Handler {
 
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, s.logRequests, s.recoverer, s.deadline, s.wellFormedQuery)
+	r.Use(requestID, s.logRequests, s.recoverer, s.deadline)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return furrow.Errorf(furrow.ENOTFOUND, "There is no such endpoint.")
 	}))
@@ -163,7 +163,7 @@ func (s *server) routes() http.Handler {
 	r.Get("/api/openapi.json", s.openAPI)
 	r.Post("/api/metric-values", s.handle(s.postMetricValue))
 	if s.Live != nil {
-		r.With(s.authUser(liveToken)).Get(livePath, untimed(s.handle(s.liveConnect)))
+		r.With(s.authUser(liveToken), s.wellFormedQuery).Get(livePath, untimed(s.handle(s.liveConnect)))
 	}
 	if s.LivePage != nil {
 		r.Get("/live", s.LivePage.ServeHTTP)

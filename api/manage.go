@@ -19,7 +19,7 @@ func (s *server) farmRoutes(r chi.Router) {
 	r.Use(noStore, s.authUser(bearer))
 	r.Post("/", s.handle(s.createFarm))
 	r.Route("/{farm}", func(r chi.Router) {
-		r.Use(s.farmMember)
+		r.Use(s.farmMember, s.wellFormedQuery)
 		viewer, manager := s.need(furrow.RoleViewer), s.need(furrow.RoleManager)
 		r.With(manager).Post("/members", s.handle(s.addMember))
 		r.With(manager).Post("/devices", s.handle(s.createDevice))

@@ -192,7 +192,8 @@ func untimed(h http.Handler) http.HandlerFunc {
 // wellFormedQuery refuses a query string that Go's parser would take only
 // in part (a stray %, a ;): the handler would go on without a filter,
 // limit or topic the client sent, and answer something else than asked.
-// An empty query costs nothing, as on every device's reading.
+// It runs on the routes that read a query, after their credential and
+// membership checks, which come first as on every route.
 func (s *server) wellFormedQuery(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery != "" {

@@ -33,3 +33,13 @@ func TestManagementBodyTextIsStoredAsSentOrRefused(t *testing.T) {
 		t.Fatalf("a name with an escaped pair: %d %s", r.Status, r.Body)
 	}
 }
+
+// The credential and membership are checked before the query: a request
+// without a token is 401, a non-member's 404, whatever its query, and the
+// device route, which reads no query, keeps its order of checks.
+func TestMalformedQueryAfterCredentialAndMembership(t *testing.T) {
+	h := newHarness(t)
+	expectError(t, h.user("", "GET", h.farmPath("/readings?limit=%zz"), ""), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "")
+	expectError(t, h.user(h.outsider, "GET", h.farmPath("/readings?limit=%zz"), ""), http.StatusNotFound, furrow.ENOTFOUND, "")
+	expectError(t, h.do(req{method: "POST", path: "/api/metric-values?x=%zz", body: `{}`}), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "")
+}
