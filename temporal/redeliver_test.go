@@ -23,9 +23,6 @@ import (
 // which redelivery workflows were started, and with what.
 func redeliveryServer(ctx context.Context, t *testing.T) (client.Client, furrow.Webhook) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts an embedded Temporal server")
-	}
 	srv := testtemporal.New(t)
 	c, err := temporal.Dial(ctx, temporal.Options{Address: srv.FrontendAddr(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -114,14 +111,9 @@ func TestRedeliverOnceSameKeyOtherEvent(t *testing.T) {
 	if err := ctl.RedeliverOnce(ctx, w, []furrow.Event{first}, "recover-1"); err != nil {
 		t.Fatal(err)
 	}
-	err := ctl.RedeliverOnce(ctx, w, []furrow.Event{second}, "recover-1")
-	if furrow.ErrorCode(err) != furrow.ECONFLICT {
-		t.Fatalf("another event under the key: %v, want %s", err, furrow.ECONFLICT)
-	}
+	wantConflict(t, ctl.RedeliverOnce(ctx, w, []furrow.Event{second}, "recover-1"), "another event under the key")
 	wantOneRedelivery(ctx, t, c, w)
-	if in := redeliveryInput(ctx, t, c, w, "recover-1"); len(in.Events) != 1 || in.Events[0].ID != first.ID || in.Since != nil {
-		t.Fatalf("the redelivery's input is %+v, want the first request's event %s", in, first.ID)
-	}
+	wantEventRedelivered(ctx, t, c, w, "recover-1", first.ID)
 }
 
 // A key used for an event and then for a time since (or for one time since
@@ -136,14 +128,10 @@ func TestRedeliverSinceSameKeyOtherBody(t *testing.T) {
 	if err := ctl.RedeliverSince(ctx, w, set, "recover-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.RedeliverOnce(ctx, w, []furrow.Event{e}, "recover-1"); furrow.ErrorCode(err) != furrow.ECONFLICT {
-		t.Fatalf("{event_id} under the key of a {since_ms}: %v, want %s", err, furrow.ECONFLICT)
-	}
+	wantConflict(t, ctl.RedeliverOnce(ctx, w, []furrow.Event{e}, "recover-1"), "{event_id} under the key of a {since_ms}")
 	later := set
 	later.SinceMs = 2000
-	if err := ctl.RedeliverSince(ctx, w, later, "recover-1"); furrow.ErrorCode(err) != furrow.ECONFLICT {
-		t.Fatalf("another since_ms under the key: %v, want %s", err, furrow.ECONFLICT)
-	}
+	wantConflict(t, ctl.RedeliverSince(ctx, w, later, "recover-1"), "another since_ms under the key")
 	// The set fixed again later counts more events: the same since_ms is
 	// the same request.
 	again := set
@@ -155,15 +143,11 @@ func TestRedeliverSinceSameKeyOtherBody(t *testing.T) {
 	if err := ctl.RedeliverOnce(ctx, w, []furrow.Event{e}, "recover-2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.RedeliverSince(ctx, w, set, "recover-2"); furrow.ErrorCode(err) != furrow.ECONFLICT {
-		t.Fatalf("{since_ms} under the key of an {event_id}: %v, want %s", err, furrow.ECONFLICT)
-	}
+	wantConflict(t, ctl.RedeliverSince(ctx, w, set, "recover-2"), "{since_ms} under the key of an {event_id}")
 	if in := redeliveryInput(ctx, t, c, w, "recover-1"); in.Since == nil || in.Since.SinceMs != 0 || len(in.Events) != 0 {
 		t.Fatalf("the redelivery under recover-1 has input %+v, want the first since_ms", in)
 	}
-	if in := redeliveryInput(ctx, t, c, w, "recover-2"); len(in.Events) != 1 || in.Events[0].ID != e.ID || in.Since != nil {
-		t.Fatalf("the redelivery under recover-2 has input %+v, want the event %s", in, e.ID)
-	}
+	wantEventRedelivered(ctx, t, c, w, "recover-2", e.ID)
 }
 
 // A redelivery started before redeliveries recorded their request in the
@@ -179,5 +163,23 @@ func TestRedeliverUnderAKeyOfAnOldRedelivery(t *testing.T) {
 	}
 	if err := temporal.NewControl(c, nil).RedeliverOnce(ctx, w, []furrow.Event{newEvent(w)}, "old"); err != nil {
 		t.Fatalf("under the key of a redelivery without a memo: %v, want nil", err)
+	}
+}
+
+// wantConflict fails t unless err is ECONFLICT: the key reused with
+// another body (what).
+func wantConflict(t *testing.T, err error, what string) {
+	t.Helper()
+	if furrow.ErrorCode(err) != furrow.ECONFLICT {
+		t.Fatalf("%s: %v, want %s", what, err, furrow.ECONFLICT)
+	}
+}
+
+// wantEventRedelivered fails t unless the redelivery under key asks for
+// the one event id.
+func wantEventRedelivered(ctx context.Context, t *testing.T, c client.Client, w furrow.Webhook, key, id string) {
+	t.Helper()
+	if in := redeliveryInput(ctx, t, c, w, key); len(in.Events) != 1 || in.Events[0].ID != id || in.Since != nil {
+		t.Fatalf("the redelivery under %s has input %+v, want the event %s", key, in, id)
 	}
 }

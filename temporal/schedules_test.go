@@ -17,12 +17,9 @@ import (
 // with other settings changes them and is told what changed, so that two
 // workers configured differently are seen taking turns.
 func TestEnsureSchedulesReportsOnlyChanges(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded Temporal server")
-	}
+	srv := testtemporal.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := testtemporal.New(t)
 	tc, err := temporal.Dial(ctx, temporal.Options{Address: srv.FrontendAddr(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -39,12 +39,9 @@ func (w *stubWorker) Stop()        { w.stopped.Store(true) }
 // for two minutes before it gives up, so a stand-in worker has its
 // OnFatalError called; Temporal and PostgreSQL are real.
 func TestWorkerExitsOnAFatalWorkerError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded Temporal server")
-	}
+	srv := testtemporal.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := testtemporal.New(t)
 	built := make(chan func(error), 1)
 	w := &stubWorker{}
 	buildWorker = func(_ Config, _ *observability, _ *slog.Logger, _ client.Client, _ *store.DB, _ furrow.EventPublisher, onFatal func(error)) (worker.Worker, error) {

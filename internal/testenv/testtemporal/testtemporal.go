@@ -34,9 +34,13 @@ func Start() (*devserver.Server, error) {
 }
 
 // New starts a server with Options for t, fails t if it cannot, and stops
-// the server when t ends.
+// the server when t ends. With -short it skips t instead: a start takes
+// seconds.
 func New(t testing.TB) *devserver.Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an embedded Temporal server")
+	}
 	srv, err := Start()
 	if err != nil {
 		t.Fatalf("embedded Temporal: %v", err)
