@@ -50,7 +50,7 @@ func Accepted(status int) bool { return status >= 200 && status < 300 }
 // 429 Too Many Requests are. Any other answer that is not Accepted (other
 // 4xx, a redirect, which is never followed) fails the chain at once.
 func Retried(status int) bool {
-	return status == 0 || status >= 500 || status == 408 || status == 429
+	return status == 0 || status >= 500 && status <= 599 || status == 408 || status == 429
 }
 
 // ChainReport is how one delivery chain of a webhook ended, as its delivery

@@ -37,6 +37,11 @@ const (
 // above because the attempt log is read by users.
 const MaxResponseBody = 4096
 
+// MaxAttemptError bounds an attempt's error text in the attempt log and in
+// its log line: a transport error can quote what the endpoint sent (a
+// malformed status line or header of megabytes).
+const MaxAttemptError = 1024
+
 // defaultSchedule holds one delay per attempt but the first, so that its
 // length follows MaxAttempts.
 var defaultSchedule = [MaxAttempts - 1]time.Duration{

@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
@@ -184,9 +182,16 @@ func (a *Activities) post(ctx context.Context, w furrow.Webhook, eventID string,
 		return s
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode < 100 || resp.StatusCode > 599 {
+		// Go reads any three digits as a status; one outside HTTP's range
+		// is a malformed answer, as a status of other length is to Go.
+		s.duration = a.Clock.Now().Sub(s.at)
+		s.errText = fmt.Sprintf("connection failed: malformed HTTP status code %03d", resp.StatusCode)
+		return s
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, furrow.MaxResponseBody))
 	s.duration = a.Clock.Now().Sub(s.at)
-	s.status, s.body = resp.StatusCode, cleanText(b)
+	s.status, s.body = resp.StatusCode, furrow.StorableText(string(b), furrow.MaxResponseBody)
 	if err != nil {
 		s.errText = "reading the answer failed"
 	}
@@ -255,7 +260,7 @@ const MaxErrorText = 200
 
 func attemptText(s sent) string {
 	if s.status == 0 {
-		return boundText(s.errText, MaxErrorText)
+		return furrow.StorableText(s.errText, MaxErrorText)
 	}
 	return fmt.Sprintf("endpoint answered %d", s.status)
 }
@@ -285,7 +290,8 @@ func Unsent(err error) bool {
 }
 
 // transportError describes a failed request without the URL, which the
-// *url.Error would otherwise repeat.
+// *url.Error would otherwise repeat, in at most furrow.MaxAttemptError
+// bytes.
 func transportError(err error, timeout bool) string {
 	if timeout {
 		return fmt.Sprintf("timeout after %s", furrow.DeliveryTimeout)
@@ -294,27 +300,10 @@ func transportError(err error, timeout bool) string {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return "connection failed: " + err.Error()
+	return furrow.StorableText("connection failed: "+err.Error(), furrow.MaxAttemptError)
 }
 
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
-}
-
-// cleanText makes an answer storable as text: valid UTF-8 without NUL.
-func cleanText(b []byte) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "")
-}
-
-// boundText cuts s to at most n bytes on a rune boundary.
-func boundText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }

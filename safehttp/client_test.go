@@ -190,6 +190,19 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+func TestResponseHeadIsBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("a", MaxResponseHeaderBytes))
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	resp, err := newClient(t, Options{AllowPrivate: true}).Get(srv.URL)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("an answer with a head over %d bytes was read: status %d", MaxResponseHeaderBytes, resp.StatusCode)
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	c := newClient(t, Options{})
 	if c.Timeout != furrow.DeliveryTimeout {

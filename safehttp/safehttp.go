@@ -33,6 +33,11 @@ type Options struct {
 	Timeout time.Duration
 }
 
+// MaxResponseHeaderBytes bounds the status line and headers of an
+// endpoint's answer; a longer head fails the attempt as a connection
+// failure.
+const MaxResponseHeaderBytes = 64 << 10
+
 // New returns a client for webhook deliveries configured by opts. Its
 // redirect answers are returned as they are (a 3xx is the response), and a
 // refused connection fails with an error wrapping ErrForbiddenAddress. New
@@ -64,6 +69,9 @@ func New(opts Options) (*http.Client, error) {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
+		// An answer's head is read whole before the attempt can judge it:
+		// bound it well below the transport's default of 10 MB.
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	return &http.Client{
 		Transport: transport,

@@ -3,8 +3,12 @@ package safehttp
 import (
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/furrowhq/furrow"
 )
@@ -55,10 +59,28 @@ func ValidateURL(raw string, allowPrivate bool) error {
 			return furrow.Errorf(furrow.EINVALID, "The webhook url port must be between 1 and 65535.")
 		}
 	}
+	host, err := asciiHost(u.Hostname())
+	if err != nil {
+		return err
+	}
 	if allowPrivate {
 		return nil
 	}
-	return checkHost(u.Hostname())
+	return checkHost(host)
+}
+
+// asciiHost is host as net/http dials it: a name written with other than
+// ASCII is mapped by IDNA, which turns full-width digits and the ideographic
+// full stop into plain ones, so the checks judge the address actually used.
+func asciiHost(host string) (string, error) {
+	if isASCII(host) {
+		return host, nil
+	}
+	ascii, err := idna.Lookup.ToASCII(host)
+	if err != nil {
+		return "", furrow.Errorf(furrow.EINVALID, "The webhook url host is not a valid domain name.")
+	}
+	return ascii, nil
 }
 
 func checkHost(host string) error {
@@ -73,6 +95,9 @@ func checkHost(host string) error {
 		return furrow.Errorf(furrow.EINVALID, "The webhook url must not point at localhost or a local network name.")
 	}
 	labels := strings.Split(name, ".")
+	if slices.Contains(labels, "") {
+		return furrow.Errorf(furrow.EINVALID, "The webhook url host is not a valid domain name.")
+	}
 	if len(labels) < 2 {
 		return furrow.Errorf(furrow.EINVALID, "The webhook url host must be a fully qualified domain name.")
 	}
@@ -91,6 +116,15 @@ func hasLocalSuffix(name string) bool {
 		}
 	}
 	return false
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // isNumeric reports whether label is decimal digits or 0x and hex digits.

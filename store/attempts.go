@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -15,7 +14,8 @@ import (
 )
 
 // AddAttempt appends a to the delivery log. The response body is cut to
-// furrow.MaxResponseBody bytes and, like Error, made storable text. A zero
+// furrow.MaxResponseBody bytes and Error to furrow.MaxAttemptError, both
+// made storable text. A zero
 // AtMs is the clock's now and a nil DeliveryID a new one. The day's
 // partition is created when missing. A malformed EventID is EINVALID; a row
 // with the DeliveryID, WebhookID and AtMs of one already stored is
@@ -48,8 +48,8 @@ func (db *DB) addAttempt(ctx context.Context, a furrow.Attempt, counted bool) (i
 	if a.DeliveryID == uuid.Nil {
 		a.DeliveryID = uuid.New()
 	}
-	a.ResponseBody = storableText(truncateUTF8(a.ResponseBody, furrow.MaxResponseBody))
-	a.Error = storableText(a.Error)
+	a.ResponseBody = furrow.StorableText(a.ResponseBody, furrow.MaxResponseBody)
+	a.Error = furrow.StorableText(a.Error, furrow.MaxAttemptError)
 	failures, err := db.insertAttempt(ctx, a, eventID, counted)
 	if isMissingPartition(err) {
 		db.attemptParts.forget()
@@ -125,28 +125,6 @@ func isMissingPartition(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == pgCheckViolation && pe.ConstraintName == "" &&
 		strings.Contains(pe.Message, "no partition")
-}
-
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	// A cut character leaves at most UTFMax-1 stray bytes at the end.
-	for i := 1; i < utf8.UTFMax && len(s) > 0; i++ {
-		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
-			break
-		}
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// storableText makes s valid UTF-8 without NUL, which PostgreSQL text
-// cannot hold.
-func storableText(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // Attempts lists a webhook's attempts newest first, by (at_ms, seq); Before

@@ -80,7 +80,7 @@ func TestAttempts(t *testing.T) {
 	ev := furrow.NewEventID()
 	body := strings.Repeat("é", furrow.MaxResponseBody) // 2 bytes each: the cut falls inside one
 	for i := 1; i <= 3; i++ {
-		a := furrow.Attempt{WebhookID: w.ID, EventID: ev, Attempt: i, StatusCode: 500, ResponseBody: body, Error: "bad\x00\xff", DurationMs: 12}
+		a := furrow.Attempt{WebhookID: w.ID, EventID: ev, Attempt: i, StatusCode: 500, ResponseBody: body, Error: "bad\x00\xff" + body, DurationMs: 12}
 		if err := db.AddAttempt(ctx, a); err != nil {
 			t.Fatal(err)
 		}
@@ -96,6 +96,9 @@ func TestAttempts(t *testing.T) {
 	}
 	if len(a.ResponseBody) > furrow.MaxResponseBody || len(a.ResponseBody) < furrow.MaxResponseBody-1 || !utf8.ValidString(a.ResponseBody) {
 		t.Fatalf("body of %d bytes, valid %v", len(a.ResponseBody), utf8.ValidString(a.ResponseBody))
+	}
+	if len(a.Error) > furrow.MaxAttemptError || !utf8.ValidString(a.Error) {
+		t.Fatalf("error of %d bytes, valid %v", len(a.Error), utf8.ValidString(a.Error))
 	}
 	if strings.ContainsRune(a.Error, 0) || !strings.HasPrefix(a.Error, "bad") {
 		t.Fatalf("error text %q", a.Error)

@@ -63,6 +63,9 @@ func TestVerifyStandardRoundTrip(t *testing.T) {
 	if err := v.VerifyStandard(testSecret, h, testBody); !errors.Is(err, ErrTooOld) {
 		t.Fatalf("years later: %v, want ErrTooOld", err)
 	}
+	if err := VerifyStandard(testSecret, h, testBody, testTime.AddDate(-300, 0, 0)); !errors.Is(err, ErrTooOld) {
+		t.Fatalf("three centuries early: %v, want ErrTooOld", err)
+	}
 }
 
 func TestVerifyStandardRejects(t *testing.T) {

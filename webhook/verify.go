@@ -140,12 +140,13 @@ func anyEqual(expected []byte, got [][]byte) bool {
 // checkAge returns ErrTooOld when at is further than tolerance from now, in
 // either direction.
 func checkAge(at, now time.Time, tolerance time.Duration) error {
-	age := now.Sub(at)
-	if age > tolerance {
-		return fmt.Errorf("%w: timestamp is %s old, tolerance is %s", ErrTooOld, age.Round(time.Second), tolerance)
+	// Compared as instants: now.Sub(at) saturates for a time centuries
+	// away, and negating the saturated minimum would overflow.
+	if at.Before(now.Add(-tolerance)) {
+		return fmt.Errorf("%w: timestamp is %s old, tolerance is %s", ErrTooOld, now.Sub(at).Round(time.Second), tolerance)
 	}
-	if -age > tolerance {
-		return fmt.Errorf("%w: timestamp is %s in the future, tolerance is %s", ErrTooOld, (-age).Round(time.Second), tolerance)
+	if at.After(now.Add(tolerance)) {
+		return fmt.Errorf("%w: timestamp is %s in the future, tolerance is %s", ErrTooOld, at.Sub(now).Round(time.Second), tolerance)
 	}
 	return nil
 }

@@ -58,6 +58,9 @@ func TestVerifyRejects(t *testing.T) {
 		{"empty secret", "", good, testBody, testTime, ErrNoSecret},
 		{"too old", testSecret, good, testBody, testTime.Add(DefaultTolerance + time.Millisecond), ErrTooOld},
 		{"too far in the future", testSecret, good, testBody, testTime.Add(-DefaultTolerance - time.Millisecond), ErrTooOld},
+		// Past the range of a Duration, where now.Sub saturates.
+		{"centuries in the future", testSecret, good, testBody, testTime.AddDate(-300, 0, 0), ErrTooOld},
+		{"centuries old", testSecret, good, testBody, testTime.AddDate(300, 0, 0), ErrTooOld},
 		{"timestamp changed", testSecret, strings.Replace(good, "t=1700000000123", "t=1700000000124", 1), testBody, testTime, ErrMismatch},
 		{"empty header", testSecret, "", testBody, testTime, ErrMissing},
 		{"blank header", testSecret, "  ", testBody, testTime, ErrMissing},
