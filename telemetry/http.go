@@ -14,10 +14,12 @@ import (
 // random paths cannot grow the number of series.
 const unmatchedRoute = "unmatched"
 
-// HTTP wraps a chi router so that every request is counted and timed by its
-// route pattern (never the raw path), method and status code. It must wrap
-// the router itself: it hands the router the routing context and reads the
-// matched pattern from it afterwards. A nil m returns next unchanged.
+// HTTP wraps a chi router so that every request answered is counted and
+// timed by its route pattern (never the raw path), method and status code;
+// one whose handler panicked before writing got no answer and is left out
+// (see answerOf). It must wrap the router itself: it hands the router the
+// routing context and reads the matched pattern from it afterwards. A nil
+// m returns next unchanged.
 func (m *Metrics) HTTP(next http.Handler) http.Handler {
 	if m == nil {
 		return next
@@ -27,19 +29,33 @@ func (m *Metrics) HTTP(next http.Handler) http.Handler {
 		ctx := r.Context()
 		rctx := routeContext(&ctx)
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		returned := false
 		// Deferred, so that a response cut off after its status
 		// (http.ErrAbortHandler) is counted too.
-		defer func() { m.observeHTTP(routeOf(rctx), methodLabel(r.Method), ww.Status(), time.Since(start)) }()
+		defer func() {
+			if code, ok := answerOf(ww, returned); ok {
+				m.observeHTTP(routeOf(rctx), methodLabel(r.Method), code, time.Since(start))
+			}
+		}()
 		next.ServeHTTP(ww, r.WithContext(ctx))
+		returned = true
 	})
 }
 
-func (m *Metrics) observeHTTP(route, method string, status int, took time.Duration) {
-	if status == 0 {
-		status = http.StatusOK // nothing written: net/http answers 200
-	}
-	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+func (m *Metrics) observeHTTP(route, method string, code int, took time.Duration) {
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	m.httpDuration.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+// answerOf returns the status code a request was answered with: the one
+// written, else 200 when the handler returned, as net/http then answers.
+// ok is false when the handler panicked before writing anything: net/http
+// then closes the connection and the client gets no answer at all.
+func answerOf(ww middleware.WrapResponseWriter, returned bool) (code int, ok bool) {
+	if code := ww.Status(); code != 0 {
+		return code, true
+	}
+	return http.StatusOK, returned
 }
 
 func routeOf(rctx *chi.Context) string {

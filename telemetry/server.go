@@ -37,10 +37,15 @@ func (m *Metrics) Listen(addr string) (*Server, error) {
 	return &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
 }
 
+// shutdownWait bounds Run's shutdown, so that a slow scrape never holds a
+// stopping process.
+const shutdownWait = 5 * time.Second
+
 // Addr returns the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Run serves until ctx ends, then shuts the listener down.
+// Run serves until ctx ends, then shuts the listener down, waiting at most
+// shutdownWait for scrapes in flight.
 func (s *Server) Run(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- s.srv.Serve(s.ln) }()
@@ -49,7 +54,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
 	defer cancel()
 	err := s.srv.Shutdown(sctx)
 	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {

@@ -98,8 +98,8 @@ func (t *Tracing) Temporal() (interceptor.ClientInterceptor, error) {
 	})
 }
 
-// HTTP wraps a chi router with one server span per request, named by the
-// route pattern once routing has found it. An incoming traceparent is
+// HTTP wraps a chi router with one server span per request, named by its
+// method and the route pattern routing found. An incoming traceparent is
 // continued. A nil t returns next unchanged.
 func (t *Tracing) HTTP(next http.Handler) http.Handler {
 	if t == nil {
@@ -107,19 +107,36 @@ func (t *Tracing) HTTP(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
-		defer span.End()
+		method := methodLabel(r.Method)
+		ctx, span := t.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
 		rctx := routeContext(&ctx)
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		returned := false
+		// Deferred, so that the span of a request whose handler panicked
+		// keeps its route and what it answered.
+		defer func() {
+			endHTTPSpan(span, method, routeOf(rctx), ww, returned)
+		}()
 		next.ServeHTTP(ww, r.WithContext(ctx))
-		route, status := routeOf(rctx), ww.Status()
-		span.SetName(r.Method + " " + route)
-		span.SetAttributes(semconv.HTTPRequestMethodKey.String(methodLabel(r.Method)),
-			semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
-		if status >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(status))
-		}
+		returned = true
 	})
+}
+
+// endHTTPSpan names the span of a request by its bounded method and route
+// (a client may send any method name), records its answer and ends it.
+func endHTTPSpan(span trace.Span, method, route string, ww middleware.WrapResponseWriter, returned bool) {
+	defer span.End()
+	span.SetName(method + " " + route)
+	span.SetAttributes(semconv.HTTPRequestMethodKey.String(method), semconv.HTTPRoute(route))
+	code, ok := answerOf(ww, returned)
+	if !ok {
+		span.SetStatus(codes.Error, "no answer: the handler panicked before writing")
+		return
+	}
+	span.SetAttributes(semconv.HTTPResponseStatusCode(code))
+	if code >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(code))
+	}
 }
 
 // Span starts a span named name as a child of ctx's; with tracing off it

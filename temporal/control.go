@@ -20,7 +20,22 @@ import (
 type Control struct {
 	c        client.Client
 	schedule []time.Duration
+	metrics  StartCounter
 }
+
+// StartCounter counts the delivery workflows a Control starts: test
+// deliveries and redeliveries. cmd/furrow wires *telemetry.Metrics, whose
+// WorkflowStarted the dispatcher's dispatch.Metrics calls too, so that
+// furrow_dispatch_workflows_started_total counts every delivery workflow.
+type StartCounter interface {
+	// WorkflowStarted counts a delivery workflow started; one that was
+	// started already is not counted.
+	WorkflowStarted()
+}
+
+type noStarts struct{}
+
+func (noStarts) WorkflowStarted() {}
 
 var (
 	_ furrow.DeliveryControl = (*Control)(nil)
@@ -31,7 +46,18 @@ var (
 // NewControl returns a Control using c whose redeliveries follow schedule;
 // an empty one means furrow.DefaultSchedule.
 func NewControl(c client.Client, schedule []time.Duration) *Control {
-	return &Control{c: c, schedule: schedule}
+	return &Control{c: c, schedule: schedule, metrics: noStarts{}}
+}
+
+// WithMetrics returns a copy of ctl that counts the delivery workflows it
+// starts in m; a nil m counts nothing.
+func (ctl *Control) WithMetrics(m StartCounter) *Control {
+	c := *ctl
+	c.metrics = m
+	if m == nil {
+		c.metrics = noStarts{}
+	}
+	return &c
 }
 
 // Reenable sends SignalReenable to the webhook's workflow, starting it when
@@ -124,7 +150,7 @@ func (ctl *Control) StartRedeliveries(ctx context.Context, w furrow.Webhook, in 
 	n := 0
 	for _, e := range in.Events {
 		opts, din := workflows.DeliveryStart(workflows.RedeliveryWorkflowID(w.ID, e.ID, in.Batch), w, e, schedule)
-		if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, din); err != nil && !workflows.AlreadyStarted(err) {
+		if err := ctl.startDelivery(ctx, opts, din); err != nil && !workflows.AlreadyStarted(err) {
 			return n, fmt.Errorf("start redelivery of %s to webhook %s: %w", e.ID, w.ID, err)
 		}
 		n++
@@ -137,10 +163,21 @@ func (ctl *Control) StartRedeliveries(ctx context.Context, w furrow.Webhook, in 
 // type, and its ID is the event's own, which is fresh.
 func (ctl *Control) TestDelivery(ctx context.Context, w furrow.Webhook, e furrow.Event) error {
 	opts, in := workflows.DeliveryStart(workflows.DeliveryWorkflowID(w.ID, e.ID), w, e, ctl.schedule)
-	if _, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in); err != nil {
+	if err := ctl.startDelivery(ctx, opts, in); err != nil {
 		return fmt.Errorf("start test delivery %s to webhook %s: %w", e.ID, w.ID, err)
 	}
 	return nil
+}
+
+// startDelivery starts a delivery workflow and counts it when this call
+// started it; Temporal's error, workflow already started included, is
+// returned for the caller to judge.
+func (ctl *Control) startDelivery(ctx context.Context, opts client.StartWorkflowOptions, in workflows.DeliveryInput) error {
+	_, err := ctl.c.ExecuteWorkflow(ctx, opts, workflows.DeliveryWorkflowName, in)
+	if err == nil {
+		ctl.metrics.WorkflowStarted()
+	}
+	return err
 }
 
 // signalWebhook sends signal with arg to the webhook's workflow, starting

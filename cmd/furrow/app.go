@@ -75,7 +75,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	})
 	s.watch(m)
 	m.WatchFailOpen(limits.failOpens)
-	control := temporal.NewControl(tc, cfg.RetrySchedule)
+	control := temporal.NewControl(tc, cfg.RetrySchedule).WithMetrics(m)
 	handler := api.New(api.Config{
 		TrustedProxies:       cfg.TrustedProxies,
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate,

@@ -21,6 +21,9 @@ type observability struct {
 	// interceptors then carry it through Temporal.
 	tracing      *telemetry.Tracing
 	interceptors []interceptor.ClientInterceptor
+	// stopMetrics shuts the /metrics listener down; nil when metrics are
+	// off.
+	stopMetrics func()
 }
 
 // startTracing turns OTLP tracing on when the configuration asks for it.
@@ -36,11 +39,16 @@ func (o *observability) startTracing(ctx context.Context, cfg Config, log *slog.
 	return o.withTracing(t)
 }
 
-// stop flushes the spans still buffered, within a few seconds.
+// stop flushes the spans still buffered, within a few seconds, and shuts
+// the /metrics listener down. It is called once the command's drain has
+// returned, so that what the drain counts can still be scraped.
 func (o *observability) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = o.tracing.Shutdown(ctx)
+	if o.stopMetrics != nil {
+		o.stopMetrics()
+	}
 }
 
 // withTracing sets t as the tracing of o and of its Temporal client.
@@ -54,8 +62,10 @@ func (o *observability) withTracing(t *telemetry.Tracing) error {
 }
 
 // startObservability creates the metrics and binds their listener, which
-// serves GET /metrics until ctx ends. A listener that cannot bind is an
-// error: an operator who asked for metrics must not silently lose them.
+// serves GET /metrics until stop: not until ctx ends, since ctx ends with
+// the signal that starts the drain, and the drain's requests and
+// activities are counted too. A listener that cannot bind is an error: an
+// operator who asked for metrics must not silently lose them.
 func startObservability(ctx context.Context, cfg Config, log *slog.Logger) (*observability, error) {
 	o := &observability{}
 	if err := o.startTracing(ctx, cfg, log); err != nil {
@@ -75,11 +85,24 @@ func startObservability(ctx context.Context, cfg Config, log *slog.Logger) (*obs
 		return nil, err
 	}
 	log.Info("metrics listening", "addr", srv.Addr(), "path", "/metrics")
+	o.metrics, o.temporal, o.stopMetrics = m, th, runMetrics(srv, log)
+	return o, nil
+}
+
+// runMetrics serves srv until the function it returns is called; that
+// function returns once the listener is shut down (telemetry.Server.Run
+// bounds the shutdown).
+func runMetrics(srv *telemetry.Server, log *slog.Logger) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := srv.Run(ctx); err != nil {
 			log.Error("metrics listener stopped", "err", err)
 		}
 	}()
-	o.metrics, o.temporal = m, th
-	return o, nil
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -173,7 +173,7 @@ func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.C
 	return &activities.Activities{
 		Webhooks: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
 		Reporter: temporal.NewReporter(tc), Live: events, Metrics: obs.metrics, Pacer: pacer,
-		Redeliverer: temporal.NewControl(tc, cfg.RetrySchedule),
+		Redeliverer: temporal.NewControl(tc, cfg.RetrySchedule).WithMetrics(obs.metrics),
 	}, nil
 }
 
