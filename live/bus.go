@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,8 @@ func (b *Bus) enqueue(farm uuid.UUID, m message) {
 		b.published.Add(1)
 		return
 	}
+	// Random, so that the ids of every process sharing a Redis differ.
+	m.id = rand.Uint64()
 	n := int64(m.size())
 	if b.queued.Add(n) > queueBytes {
 		b.queued.Add(-n)
@@ -143,7 +146,8 @@ func (b *Bus) Subscribe(ctx context.Context, t Topic, s Sink) error {
 // Watch makes s receive the messages of topic t and returns a channel
 // closed once they flow (on Redis, once the subscription is confirmed,
 // which after an outage is when Redis is back). The subscription stands
-// until Unsubscribe, confirmed or not.
+// until Unsubscribe, confirmed or not. When Redis loses it, s.Lost is
+// called, and Watch then returns a new channel, closed once it is back.
 func (b *Bus) Watch(t Topic, s Sink) <-chan struct{} {
 	topic := t.String()
 	b.subMu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,8 +25,13 @@ const subscribeWait = 3 * time.Second
 // not confirmed within subscribeWait.
 const busUnavailable = "The live bus is unavailable; the subscription stands and is confirmed with subscribed once the bus is back."
 
+// busLost is the reason of the error sent when the bus loses a live
+// subscription.
+const busLost = "The live bus is unavailable; messages of this topic may be missed until it is back: the subscription stands, and once subscribed comes again, fill the gap from the polling API."
+
 // conn is one WebSocket client. Its writer goroutine is the only one that
-// writes, so replies and data leave in order; Send never blocks the hub.
+// writes messages (the pinger writes pings only), so replies and data leave
+// in order; Send and Lost never block the hub.
 type conn struct {
 	srv       *Server
 	ws        *websocket.Conn
@@ -40,26 +44,30 @@ type conn struct {
 	// until it ends: a subscribe may wait seconds on the bus, and the
 	// reader must go on reading meanwhile, or the pongs it reads would not
 	// be, and the connection would be closed for a missing pong. pending
-	// holds the wait of each topic whose confirmation did not come in time.
+	// holds the wait of each topic that the client was last told the bus's
+	// error for, until the bus confirms it.
 	requests chan request
 	topics   map[Topic]struct{}
 	pending  map[Topic]pendingWatch
-	// recent holds the hashes of the last data messages sent, so that a
-	// reading matching several of the connection's topics is sent once;
-	// hashes, not copies, since an event's message may be 64 KiB and every
-	// connection would hold sixteen.
-	mu     sync.Mutex
+	// confirms carries the end of a pending wait to the subscriber
+	// goroutine, which answers subscribed only if the topic still waits on
+	// it: an unsubscribe carried out first is never followed by subscribed.
+	confirms chan confirmation
+	// lostWake tells the subscriber goroutine that the bus lost topics,
+	// which lost holds.
+	lostWake chan struct{}
+
+	mu   sync.Mutex // guards lost, recent and next
+	lost map[Topic]struct{}
+	// recent holds the ids of the last publications sent, so that one
+	// matching several of the connection's topics is sent once.
 	recent [recentMessages]uint64
 	next   int
 }
 
-// recentMessages bounds the duplicate check: a reading's topics are
-// published one right after the other.
+// recentMessages bounds the duplicate check: a publication's topics are
+// delivered one right after the other.
 const recentMessages = 16
-
-// recentSeed seeds the hashes of recent messages, one per process: two
-// different messages share a 64-bit hash about once in 2^64 pairs.
-var recentSeed = maphash.MakeSeed()
 
 type closeReason struct {
 	code   websocket.StatusCode
@@ -90,6 +98,9 @@ func newConn(s *Server, ws *websocket.Conn, authorize func(context.Context, Topi
 		requests: make(chan request, maxRequests),
 		topics:   make(map[Topic]struct{}),
 		pending:  make(map[Topic]pendingWatch),
+		confirms: make(chan confirmation),
+		lostWake: make(chan struct{}, 1),
+		lost:     make(map[Topic]struct{}),
 	}
 }
 
@@ -106,11 +117,23 @@ type request struct {
 // waiting: a client past it is closed with 1008, as one too slow to read.
 const maxRequests = 2 * MaxTopics
 
-// Send queues a data message without blocking, once even when it matches
-// several of the connection's topics.
-func (c *conn) Send(msg []byte) {
-	if !c.seen(msg) {
+// Send queues a data message without blocking, once even when its
+// publication matches several of the connection's topics.
+func (c *conn) Send(id uint64, msg []byte) {
+	if !c.seen(id) {
 		c.queue(msg)
+	}
+}
+
+// Lost hands t to the subscriber goroutine, which tells the client. It
+// never blocks, and holds at most the connection's topics.
+func (c *conn) Lost(t Topic) {
+	c.mu.Lock()
+	c.lost[t] = struct{}{}
+	c.mu.Unlock()
+	select {
+	case c.lostWake <- struct{}{}:
+	default:
 	}
 }
 
@@ -127,18 +150,17 @@ func (c *conn) queue(msg []byte) {
 	}
 }
 
-// seen reports whether msg was among the recent data messages, and
+// seen reports whether publication id was among the recent ones sent, and
 // remembers it.
-func (c *conn) seen(msg []byte) bool {
+func (c *conn) seen(id uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h := maphash.Bytes(recentSeed, msg)
 	for _, r := range c.recent {
-		if r == h {
+		if r == id {
 			return true
 		}
 	}
-	c.recent[c.next] = h
+	c.recent[c.next] = id
 	c.next = (c.next + 1) % recentMessages
 	return false
 }
@@ -159,16 +181,12 @@ func (c *conn) run(initial []Topic) {
 	subscriberDone := make(chan struct{})
 	go func() {
 		defer close(subscriberDone)
-		for r := range c.requests {
-			if ctx.Err() != nil {
-				continue // drained: the connection is ending
-			}
-			if r.unsubscribe {
-				c.unsubscribe(r.topic)
-			} else {
-				c.subscribe(ctx, r)
-			}
-		}
+		c.subscriber(ctx)
+	}()
+	pingerDone := make(chan struct{})
+	go func() {
+		defer close(pingerDone)
+		c.pinger(ctx)
 	}()
 	readerDone := make(chan struct{})
 	go func() {
@@ -187,16 +205,15 @@ func (c *conn) run(initial []Topic) {
 	cancel()
 	<-readerDone
 	<-subscriberDone
+	<-pingerDone
 	for t := range c.topics {
 		c.srv.d.Bus.Unsubscribe(t, c)
 	}
 }
 
-// writeLoop writes queued messages and pings until the connection must
-// end, and returns how to close it.
+// writeLoop writes queued messages until the connection must end, and
+// returns how to close it.
 func (c *conn) writeLoop(ctx context.Context) closeReason {
-	ping := time.NewTicker(c.srv.d.PingInterval)
-	defer ping.Stop()
 	for {
 		// A decision to close goes first, ahead of the queued messages, so
 		// that the close frame is the next thing the client can read.
@@ -216,17 +233,61 @@ func (c *conn) writeLoop(ctx context.Context) closeReason {
 			} else if err != nil {
 				return closeReason{websocket.StatusNormalClosure, ""}
 			}
-		case <-ping.C:
-			pctx, cancel := context.WithTimeout(ctx, c.srv.d.PongTimeout)
-			err := c.ws.Ping(pctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				return closeReason{websocket.StatusPolicyViolation, "pong not received"}
-			}
 		case why := <-c.kill:
 			return why
 		case <-ctx.Done():
 			return closeReason{websocket.StatusNormalClosure, ""}
+		}
+	}
+}
+
+// pinger pings every PingInterval until ctx ends, and fails the connection
+// when a pong does not come within PongTimeout. It is apart from the
+// writer, which goes on writing while a pong is awaited: on a busy topic a
+// client far away would otherwise let its send buffer fill.
+func (c *conn) pinger(ctx context.Context) {
+	tick := time.NewTicker(c.srv.d.PingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.srv.d.PongTimeout)
+		err := c.ws.Ping(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			c.fail(websocket.StatusPolicyViolation, "pong not received")
+			return
+		}
+	}
+}
+
+// subscriber carries out the client's requests, and tells it of the
+// topics the bus lost, until the reader ends.
+func (c *conn) subscriber(ctx context.Context) {
+	for {
+		select {
+		case r, ok := <-c.requests:
+			if !ok {
+				return
+			}
+			if ctx.Err() != nil {
+				continue // drained: the connection is ending
+			}
+			// Losses first, so that a request is answered as the topic
+			// stands now.
+			c.tellLost(ctx)
+			if r.unsubscribe {
+				c.unsubscribe(r.topic)
+			} else {
+				c.subscribe(ctx, r)
+			}
+		case cf := <-c.confirms:
+			c.confirm(cf)
+		case <-c.lostWake:
+			c.tellLost(ctx)
 		}
 	}
 }
@@ -268,30 +329,25 @@ func (c *conn) readLoop(ctx context.Context) {
 	}
 }
 
-// pendingWatch is a subscription the bus has not confirmed in time: ready
-// closes when it does, cancel ends the wait for it.
+// pendingWatch is a subscription the bus has not confirmed: ready closes
+// when it does, cancel ends the wait for it.
 type pendingWatch struct {
 	ready  <-chan struct{}
 	cancel context.CancelFunc
 }
 
+// confirmation says that the wait on ready of topic ended.
+type confirmation struct {
+	topic Topic
+	ready <-chan struct{}
+}
+
 // subscribe authorizes (unless r is an initial topic, authorized already)
-// and subscribes one topic and tells the client. A topic subscribed
-// already is answered as it stands: subscribed once the bus confirmed it,
-// the bus's error while it has not, so that a client retrying after that
-// error is not told it is live before it is.
+// and subscribes one topic and tells the client.
 func (c *conn) subscribe(ctx context.Context, r request) {
 	t := r.topic
 	if _, ok := c.topics[t]; ok {
-		if p, waiting := c.pending[t]; waiting {
-			select {
-			case <-p.ready:
-			default:
-				c.reply(serverMessage{Type: "error", Topic: t.String(), Error: furrow.EINTERNAL, Reason: busUnavailable})
-				return
-			}
-		}
-		c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
+		c.answerHeld(t)
 		return
 	}
 	if len(c.topics) >= MaxTopics {
@@ -316,28 +372,94 @@ func (c *conn) subscribe(ctx context.Context, r request) {
 		return
 	case <-wait.C:
 	}
-	c.reply(serverMessage{Type: "error", Topic: t.String(), Error: furrow.EINTERNAL, Reason: busUnavailable})
+	c.replyBusError(t, busUnavailable)
+	c.await(ctx, t, ready)
+}
+
+// answerHeld answers a subscribe of a topic subscribed already as it
+// stands: subscribed once the bus confirmed it, the bus's error while it
+// has not, so that a client retrying after that error is not told it is
+// live before it is.
+func (c *conn) answerHeld(t Topic) {
+	if p, waiting := c.pending[t]; waiting {
+		if !isClosed(p.ready) {
+			c.replyBusError(t, busUnavailable)
+			return
+		}
+		c.settle(t) // answered here rather than when its confirmation comes
+	}
+	c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
+}
+
+// tellLost tells the client, for each of its topics that the bus lost,
+// that it may miss messages (unless the bus's error was its last word on
+// the topic), and confirms the topic once the bus does.
+func (c *conn) tellLost(ctx context.Context) {
+	c.mu.Lock()
+	lost := c.lost
+	if len(lost) > 0 {
+		c.lost = make(map[Topic]struct{})
+	}
+	c.mu.Unlock()
+	for t := range lost {
+		if _, ok := c.topics[t]; !ok {
+			continue // unsubscribed meanwhile
+		}
+		if _, waiting := c.pending[t]; !waiting {
+			c.replyBusError(t, busLost)
+		}
+		c.await(ctx, t, c.srv.d.Bus.Watch(t, c))
+	}
+}
+
+// await makes t wait on ready, in place of any wait it had: once ready
+// closes the subscriber goroutine is asked to confirm t.
+func (c *conn) await(ctx context.Context, t Topic, ready <-chan struct{}) {
+	c.settle(t)
 	pctx, cancel := context.WithCancel(ctx)
 	c.pending[t] = pendingWatch{ready: ready, cancel: cancel}
 	go func() {
 		select {
 		case <-ready:
-			c.reply(serverMessage{Type: "subscribed", Topic: t.String()})
+		case <-pctx.Done():
+			return
+		}
+		select {
+		case c.confirms <- confirmation{topic: t, ready: ready}:
 		case <-pctx.Done():
 		}
 	}()
 }
 
+// confirm answers subscribed for a topic whose wait ended, if it still
+// waits on it: not after an unsubscribe, nor for a wait replaced since.
+func (c *conn) confirm(cf confirmation) {
+	if p, ok := c.pending[cf.topic]; ok && p.ready == cf.ready {
+		c.settle(cf.topic)
+		c.reply(serverMessage{Type: "subscribed", Topic: cf.topic.String()})
+	}
+}
+
+// settle ends the wait of t, if it has one.
+func (c *conn) settle(t Topic) {
+	if p, ok := c.pending[t]; ok {
+		p.cancel()
+		delete(c.pending, t)
+	}
+}
+
 func (c *conn) unsubscribe(t Topic) {
 	if _, ok := c.topics[t]; ok {
 		delete(c.topics, t)
-		if p, ok := c.pending[t]; ok {
-			p.cancel()
-			delete(c.pending, t)
-		}
+		c.settle(t)
 		c.srv.d.Bus.Unsubscribe(t, c)
 	}
 	c.reply(serverMessage{Type: "unsubscribed", Topic: t.String()})
+}
+
+// replyBusError tells the client that the bus cannot carry t now.
+func (c *conn) replyBusError(t Topic, reason string) {
+	c.reply(serverMessage{Type: "error", Topic: t.String(), Error: furrow.EINTERNAL, Reason: reason})
 }
 
 // replyError tells the client why a request failed; internal errors are

@@ -15,7 +15,10 @@ import (
 // chanSink hands every message it receives to a channel.
 type chanSink chan []byte
 
-func (s chanSink) Send(msg []byte) { s <- msg }
+func (s chanSink) Send(_ uint64, msg []byte) { s <- msg }
+
+// Lost does nothing: these tests do not lose Redis.
+func (chanSink) Lost(live.Topic) {}
 
 // spy returns a channel of the values of the readings sent to any topic
 // channel under prefix, seen through a pattern subscription, which the

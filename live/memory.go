@@ -26,7 +26,7 @@ func (m memoryTransport) send(_ context.Context, batch []message) error {
 			return err
 		}
 		for _, t := range msg.topics() {
-			m.hub.deliver(t.String(), b)
+			m.hub.deliver(t.String(), msg.id, b)
 		}
 	}
 	return nil

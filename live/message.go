@@ -8,7 +8,10 @@ import (
 
 // message is one thing published on the bus: a reading, for its two
 // topics, or a farm event (when event is set), for its farm's events topic.
+// id names the publication: two readings alike are two messages, while the
+// one message a socket receives on two of its topics is sent to it once.
 type message struct {
+	id      uint64
 	reading furrow.LiveReading
 	event   *furrow.Event
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,4 +181,64 @@ func TestSubscribeFloodIsNotASlowClient(t *testing.T) {
 	if s := w.srv.Stats(); s.SlowClosed != 0 {
 		t.Fatalf("stats %+v: a subscribe flood counted as a slow client", s)
 	}
+}
+
+// expectBusError reads the bus's error for topic, within limit.
+func expectBusError(t *testing.T, c *websocket.Conn, topic live.Topic, limit time.Duration) message {
+	t.Helper()
+	m := readWithin(t, c, limit)
+	if m.Type != "error" || m.Topic != topic.String() || m.Error != "internal_error" ||
+		!strings.HasPrefix(m.Reason, "The live bus is unavailable; ") {
+		t.Fatalf("got %+v, want the bus's error for %s", m, topic)
+	}
+	return m
+}
+
+// A client subscribed when the bus loses its Redis subscriber connection
+// is told, with the bus's error for the topic, that it may miss messages,
+// and with subscribed once the subscription is back: then it knows to
+// fill the gap from the polling API.
+func TestRedisOutageIsToldToSubscribers(t *testing.T) {
+	c, p := proxiedRedis(t)
+	prefix := testPrefix()
+	sub := redisBus(t, c, prefix)
+	pub := redisBus(t, testenv.Redis(t), prefix)
+	w := newWorld(t, sub, live.Deps{})
+	topic := live.FarmTopic(w.farmA)
+	ws := w.dial(t, w.aliceToken, topic)
+	dev := uuid.New()
+	pub.Publish(reading(w.farmA, dev, 220, "before"))
+	if m := read(t, ws); m.Value != "before" {
+		t.Fatalf("got %+v", m)
+	}
+	p.Cut()
+	m := expectBusError(t, ws, topic, 20*time.Second)
+	if !strings.Contains(m.Reason, "missed") || !strings.Contains(m.Reason, "polling API") {
+		t.Fatalf("reason %q: does not say messages may be missed, to be filled from the polling API", m.Reason)
+	}
+	p.Restore()
+	expectControl(t, ws, "subscribed", topic.String())
+	pub.Publish(reading(w.farmA, dev, 220, "after"))
+	if m := readWithin(t, ws, 10*time.Second); m.Value != "after" {
+		t.Fatalf("got %+v, want the reading", m)
+	}
+}
+
+// During an outage a subscribe of a topic that another socket of the
+// process watched before it is answered as any other: the bus's error,
+// then subscribed once Redis is back, never subscribed before.
+func TestOutageSubscribeOfAWatchedTopic(t *testing.T) {
+	c, p := proxiedRedis(t)
+	bus := redisBus(t, c, testPrefix())
+	w := newWorld(t, bus, live.Deps{})
+	topic := live.FarmTopic(w.farmA)
+	first := w.dial(t, w.aliceToken, topic)
+	p.Cut()
+	expectBusError(t, first, topic, 20*time.Second) // the bus knows of the outage
+	second := w.dial(t, w.aliceToken)
+	send(t, second, map[string]string{"type": "subscribe", "topic": topic.String()})
+	expectBusError(t, second, topic, 20*time.Second)
+	p.Restore()
+	expectControl(t, first, "subscribed", topic.String())
+	expectControl(t, second, "subscribed", topic.String())
 }

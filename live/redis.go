@@ -2,7 +2,9 @@ package live
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -12,18 +14,29 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// subscribeTimeout bounds writing one SUBSCRIBE or UNSUBSCRIBE, and one
-// read of the subscribed channels; it is short because the topics queued
-// behind it wait for it.
-const subscribeTimeout = 2 * time.Second
+const (
+	// subscribeTimeout bounds writing one SUBSCRIBE, UNSUBSCRIBE or PING,
+	// and one read of the subscribed channels; it is short because the topics
+	// queued behind it wait for it.
+	subscribeTimeout = 2 * time.Second
+	// healthCheckEvery is how often the subscriber connection is pinged: a
+	// write is what finds a peer gone without a word, and go-redis then
+	// reconnects.
+	healthCheckEvery = 3 * time.Second
+	// reconnectPause spaces the attempts to reconnect the subscriber
+	// connection while Redis refuses.
+	reconnectPause = 100 * time.Millisecond
+)
 
 // NewRedisBus returns a Bus that publishes through Redis pub/sub, so that a
 // reading published on one process reaches sockets on every process sharing
 // the Redis. Each topic is the Redis channel prefix+topic. The process keeps
 // one subscriber connection, subscribed to exactly the topics its local
 // sockets want and to the bus's control channels; go-redis reconnects it
-// and restores the subscriptions after a Redis restart. Messages of a farm
-// that no socket watches, on any process, are not sent (see interest).
+// and restores the subscriptions after a Redis restart; meanwhile the sinks
+// of each topic that was live are told it was lost (Sink.Lost). Messages
+// of a farm that no socket watches, on any process, are not sent (see
+// interest).
 // logger may be nil for slog.Default. Close the Bus to release the
 // subscriber connection; client stays open.
 func NewRedisBus(client redis.UniversalClient, prefix string, logger *slog.Logger) *Bus {
@@ -49,10 +62,11 @@ func newRedisBus(client redis.UniversalClient, prefix string, logger *slog.Logge
 		announcing: make(map[uuid.UUID]*announcement),
 		ctx:        ctx, cancel: cancel,
 		done: make(chan struct{}), pollDone: make(chan struct{}), managerDone: make(chan struct{}),
+		checkDone: make(chan struct{}),
 	}
 	t.ps = client.Subscribe(context.Background(), prefix+interestChannel, prefix+ackChannel+t.id)
-	ch := t.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
-	go t.receive(ch)
+	go t.receive()
+	go t.healthCheck()
 	go t.pollLoop(ctx, poll)
 	go t.manage()
 	return newBus(h, t, queueSize, redisLinger, logger)
@@ -69,15 +83,19 @@ type redisTransport struct {
 	ps     *redis.PubSub
 
 	// ctx ends at close, and with it the poller, the subscription
-	// manager and the retries of announcements.
+	// manager, the health check and the retries of announcements.
 	ctx         context.Context
 	cancel      context.CancelFunc
 	done        chan struct{}
 	pollDone    chan struct{}
 	managerDone chan struct{}
+	checkDone   chan struct{}
 
 	mu   sync.Mutex
 	subs map[string]*watchState // topic -> its subscription
+	// losses counts the subscriber connections lost: a confirmation makes
+	// a topic live only while no loss has followed it.
+	losses uint64
 	// onRedis holds the topics the manager subscribed and did not
 	// unsubscribe since; queue the topics whose Redis subscription may
 	// differ from subs, oldest first, each once (queued).
@@ -88,13 +106,24 @@ type redisTransport struct {
 	announcing map[uuid.UUID]*announcement
 }
 
-// watchState is one wanted topic; ready closes once its first confirmation
-// has been announced. requested says its SUBSCRIBE was sent, so that a
-// confirmation of an earlier subscription of the topic does not count.
+// watchState is one wanted topic. ready is closed while the topic is live:
+// its subscription confirmed on the current subscriber connection and its
+// farm announced; a lost connection replaces it with an open one.
+// requested says its SUBSCRIBE was sent, so that a confirmation of an
+// earlier subscription of the topic does not count.
 type watchState struct {
 	ready     chan struct{}
 	requested bool
-	confirmed bool
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (t *redisTransport) wants(farm uuid.UUID) bool { return t.in.wants(farm) }
@@ -107,12 +136,32 @@ func (t *redisTransport) send(ctx context.Context, batch []message) error {
 		if err != nil {
 			return err
 		}
+		p := payload(m.id, b)
 		for _, tp := range m.topics() {
-			pipe.Publish(ctx, t.prefix+tp.String(), b)
+			pipe.Publish(ctx, t.prefix+tp.String(), p)
 		}
 	}
 	_, err := pipe.Exec(ctx)
 	return err
+}
+
+// payload is what crosses Redis for a message: its publication's id in
+// hex, a space, then what subscribers receive. A process receives a
+// message once per topic of it that its sockets watch; the id lets a
+// socket watching several of them take it once.
+func payload(id uint64, data []byte) []byte {
+	p := strconv.AppendUint(make([]byte, 0, 17+len(data)), id, 16)
+	return append(append(p, ' '), data...)
+}
+
+// parsePayload splits what payload joined.
+func parsePayload(p string) (id uint64, data []byte, ok bool) {
+	hex, rest, ok := strings.Cut(p, " ")
+	if !ok {
+		return 0, nil, false
+	}
+	id, err := strconv.ParseUint(hex, 16, 64)
+	return id, []byte(rest), err == nil
 }
 
 // watch records that topic is wanted and leaves its SUBSCRIBE to the
@@ -226,32 +275,95 @@ func (t *redisTransport) apply(topic string) {
 	}
 }
 
-// close stops the poller and the manager, without waiting for the
-// UNSUBSCRIBEs still queued: closing the subscriber connection drops every
-// subscription at once.
+// close stops the poller, the health check and the manager, without
+// waiting for the UNSUBSCRIBEs still queued: closing the subscriber
+// connection drops every subscription at once.
 func (t *redisTransport) close() error {
 	t.cancel()
 	<-t.pollDone
+	<-t.checkDone
 	err := t.ps.Close()
 	<-t.managerDone
 	<-t.done
 	return err
 }
 
-// receive routes what the subscriber connection receives: messages to the
-// hub, the control channels' to interest, subscription confirmations to
-// waiting subscribers.
-func (t *redisTransport) receive(ch <-chan any) {
+// receive reads the subscriber connection until close and routes what
+// comes: messages to the hub, the control channels' to interest,
+// subscription confirmations to waiting subscribers. A failed read is a
+// lost connection, which go-redis replaces (now or on the next read).
+func (t *redisTransport) receive() {
 	defer close(t.done)
-	for m := range ch {
-		switch m := m.(type) {
-		case *redis.Message:
-			t.route(m)
-		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				t.confirmed(strings.TrimPrefix(m.Channel, t.prefix))
+	for {
+		m, err := t.ps.Receive(context.Background())
+		var redisErr redis.Error
+		switch {
+		case errors.Is(err, redis.ErrClosed):
+			return
+		case errors.As(err, &redisErr):
+			t.warn("live: the redis subscriber connection answered an error", err)
+		case err != nil && t.ctx.Err() != nil:
+			return // closing: the read failed as the connection closed
+		case err != nil:
+			t.lost(err)
+			select {
+			case <-t.ctx.Done():
+			case <-time.After(reconnectPause):
 			}
+		default:
+			t.handle(m)
 		}
+	}
+}
+
+// handle routes one thing the subscriber connection received.
+func (t *redisTransport) handle(m any) {
+	switch m := m.(type) {
+	case *redis.Message:
+		t.route(m)
+	case *redis.Subscription:
+		if m.Kind == "subscribe" {
+			t.confirmed(strings.TrimPrefix(m.Channel, t.prefix))
+		}
+	}
+}
+
+// healthCheck pings on the subscriber connection every healthCheckEvery
+// until close; a failed write makes go-redis reconnect, which receive sees.
+func (t *redisTransport) healthCheck() {
+	defer close(t.checkDone)
+	tick := time.NewTicker(healthCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(t.ctx, subscribeTimeout)
+		_ = t.ps.Ping(ctx)
+		cancel()
+	}
+}
+
+// lost handles the loss of the subscriber connection: every live topic is
+// not live until its subscription is confirmed on the next connection, and
+// its sinks are told, since what is published meanwhile does not reach
+// them.
+func (t *redisTransport) lost(err error) {
+	t.mu.Lock()
+	t.losses++
+	var gone []string
+	for name, w := range t.subs {
+		if isClosed(w.ready) {
+			w.ready = make(chan struct{})
+			gone = append(gone, name)
+		}
+	}
+	t.mu.Unlock()
+	t.warn("live: redis subscriber connection lost; reconnecting", err)
+	for _, name := range gone {
+		t.hub.lose(name)
 	}
 }
 
@@ -264,14 +376,19 @@ func (t *redisTransport) route(m *redis.Message) {
 	case name == ackChannel+t.id:
 		t.in.acked(m.Payload)
 	default:
-		t.hub.deliver(name, []byte(m.Payload))
+		id, data, ok := parsePayload(m.Payload)
+		if !ok {
+			t.warn("live: a malformed message on a topic's channel was dropped", nil)
+			return
+		}
+		t.hub.deliver(name, id, data)
 	}
 }
 
 // confirmed handles one subscription confirmation, first or after a
 // reconnect. A topic's farm is announced each time, since polls may have
-// pruned it while the connection was down; the first announcement makes
-// the subscription ready.
+// pruned it while the connection was down; for a topic not live, the
+// first announcement that succeeds makes it live.
 func (t *redisTransport) confirmed(name string) {
 	if name == interestChannel {
 		t.in.controlSubscribed()
@@ -283,24 +400,23 @@ func (t *redisTransport) confirmed(name string) {
 	}
 	t.mu.Lock()
 	w := t.subs[name]
-	first := w != nil && w.requested && !w.confirmed
-	if first {
-		w.confirmed = true
-	}
+	settle := w != nil && w.requested && !isClosed(w.ready)
+	losses := t.losses
 	t.mu.Unlock()
-	if !first {
+	if !settle {
 		// A failure is left to the polls, which find the channel.
 		go func() { _ = t.announceOnce(farm) }()
 		return
 	}
-	go t.announceUntilReady(name, farm, w)
+	go t.announceUntilReady(name, farm, w, losses)
 }
 
 // announceUntilReady announces farm until a PUBLISH of the announcement
-// succeeds, then makes w ready: until then other processes may not know
+// succeeds, then makes w live: until then other processes may not know
 // the farm is watched, and drop its messages. It gives up once the topic
-// is no longer wanted by w, or the transport closes.
-func (t *redisTransport) announceUntilReady(name string, farm uuid.UUID, w *watchState) {
+// is no longer wanted by w, the connection that confirmed it (the one
+// after losses losses) is lost, or the transport closes.
+func (t *redisTransport) announceUntilReady(name string, farm uuid.UUID, w *watchState, losses uint64) {
 	for t.announceOnce(farm) != nil {
 		select {
 		case <-t.ctx.Done():
@@ -308,11 +424,21 @@ func (t *redisTransport) announceUntilReady(name string, farm uuid.UUID, w *watc
 		case <-time.After(announceRetry):
 		}
 		t.mu.Lock()
-		wanted := t.subs[name] == w
+		current := t.current(name, w, losses)
 		t.mu.Unlock()
-		if !wanted {
+		if !current {
 			return
 		}
 	}
-	close(w.ready)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.current(name, w, losses) && !isClosed(w.ready) {
+		close(w.ready)
+	}
+}
+
+// current reports whether w still wants the topic name on the connection
+// that confirmed it, the one after losses losses. t.mu must be held.
+func (t *redisTransport) current(name string, w *watchState, losses uint64) bool {
+	return t.subs[name] == w && t.losses == losses
 }

@@ -239,3 +239,25 @@ func TestShutdownClosesConnections(t *testing.T) {
 		t.Fatalf("%d connections open after shutdown", open)
 	}
 }
+
+// TestIdenticalReadingsAreTwoMessages checks that messages are told apart
+// by publication, not by content: two readings alike (same device,
+// metric, value and millisecond) are two messages, each sent once to a
+// connection holding both of their topics, through Redis too.
+func TestIdenticalReadingsAreTwoMessages(t *testing.T) {
+	for name, buses := range transports() {
+		t.Run(name, func(t *testing.T) {
+			pub, sub := buses(t)
+			w := newWorld(t, sub, live.Deps{})
+			dev := uuid.New()
+			c := w.dial(t, w.aliceToken, live.FarmTopic(w.farmA), live.MetricTopic(w.farmA, dev, 220))
+			r := reading(w.farmA, dev, 220, "21.5")
+			pub.Publish(r)
+			pub.Publish(r)
+			pub.Publish(reading(w.farmA, dev, 220, "end"))
+			if got := readUntil(t, c, "end"); len(got) != 2 {
+				t.Fatalf("two readings alike on two topics: got %d messages %+v, want 2", len(got), got)
+			}
+		})
+	}
+}

@@ -26,8 +26,11 @@ import (
 
 // liveRedisPrefix starts the Redis channels of the live bus, shared by the
 // serves (which publish readings and hold the sockets) and the workers
-// (which publish the events they store).
-const liveRedisPrefix = "furrow:live:"
+// (which publish the events they store). Its version changes with the
+// bus's message format, so that during a rolling upgrade the instances of
+// each version talk among themselves and never hand a socket a message
+// they cannot read (v2: each message carries its publication's id).
+const liveRedisPrefix = "furrow:live:v2:"
 
 // server is the API and the outbox dispatcher, wired from concrete types.
 type server struct {
