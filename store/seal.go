@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,8 +73,8 @@ func (db *DB) SealSecrets(ctx context.Context, opts SealOptions) (SealReport, er
 		opts.BatchSize = DefaultSealBatch
 	}
 	rep := SealReport{KeyID: db.keys.Primary()}
-	if err := db.checkPrimary(ctx, rep.KeyID); err != nil {
-		return rep, err
+	if err := db.checkKey(ctx, rep.KeyID); err != nil {
+		return rep, fmt.Errorf("%w; nothing was written", err)
 	}
 	s := sealer{db: db, opts: opts, rep: &rep, now: db.nowMs()}
 	for idle := 0; ; {
@@ -100,15 +101,20 @@ func (db *DB) SealSecrets(ctx context.Context, opts SealOptions) (SealReport, er
 	}
 }
 
-// ErrPrimaryMismatch is returned by SealSecrets when a secret stored as
-// sealed with the id of the ring's first key does not open with it: the
-// ring holds another key under an id already used, and sealing with it
-// would leave secrets that no kept key opens.
-var ErrPrimaryMismatch = errors.New("store: the key ring's first key is not the key that sealed the stored secrets under its id; a new key needs an id of its own")
+// ErrKeyMismatch is returned by CheckKeyRing when a secret stored as
+// sealed with the id of a key of the ring does not open with that key: the ring holds another
+// key under an id already used, and sealing with it would leave secrets
+// that no kept key opens (a ring cannot hold one id twice).
+var ErrKeyMismatch = errors.New("store: the key ring holds another key under an id that sealed stored secrets; a new key needs an id of its own")
 
-// checkPrimary opens one stored secret sealed under keyID, the ring's
-// first key, and fails with ErrPrimaryMismatch when it does not open.
-func (db *DB) checkPrimary(ctx context.Context, keyID string) error {
+// ErrPrimaryMismatch is the ErrKeyMismatch of the ring's first key, the
+// one that seals; SealSecrets returns it before writing anything.
+var ErrPrimaryMismatch = fmt.Errorf("%w: the key ring's first key is not the key that sealed the stored secrets under its id", ErrKeyMismatch)
+
+// checkKey opens one stored secret sealed under keyID, a key of the ring,
+// and fails, naming the key and the webhook, when it does not open: with
+// ErrPrimaryMismatch for the ring's first key, ErrKeyMismatch for another.
+func (db *DB) checkKey(ctx context.Context, keyID string) error {
 	var id uuid.UUID
 	var stored string
 	err := db.pool.QueryRow(ctx, `SELECT id, secret FROM webhooks WHERE secret_key_id = $1
@@ -118,12 +124,48 @@ func (db *DB) checkPrimary(ctx context.Context, keyID string) error {
 		return nil
 	}
 	if err != nil {
-		return translate(err, "seal secrets", "webhook")
+		return translate(err, "check key ring", "webhook")
 	}
 	if _, err := db.open(id, stored, keyID); err != nil {
-		return fmt.Errorf("%w (key id %q does not open the secret of webhook %s; nothing was written)", ErrPrimaryMismatch, keyID, id)
+		mismatch := ErrKeyMismatch
+		if keyID == db.keys.Primary() {
+			mismatch = ErrPrimaryMismatch
+		}
+		return fmt.Errorf("%w (key id %q does not open the secret of webhook %s)", mismatch, keyID, id)
 	}
 	return nil
+}
+
+// CheckKeyRing checks the key ring against the stored secrets, for a
+// process to run before it seals any: each key of the ring whose id some
+// stored secret is sealed under must open one of them (checkKey), or the
+// process would seal, or read, under that id with a key nobody else
+// holds. It returns, sorted, the ids of the keys of stored secrets that
+// the ring lacks (all of them without a ring): those secrets do not open
+// here.
+func (db *DB) CheckKeyRing(ctx context.Context) (missing []string, err error) {
+	used, err := db.SecretsByKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for id := range used {
+		if id != "" && (db.keys == nil || !db.keys.Has(id)) {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(missing)
+	if db.keys == nil {
+		return missing, nil
+	}
+	for _, id := range db.keys.IDs() {
+		if used[id] == 0 {
+			continue
+		}
+		if err := db.checkKey(ctx, id); err != nil {
+			return missing, err
+		}
+	}
+	return missing, nil
 }
 
 // pendingSQL is the condition of a row left to do, with the named

@@ -45,6 +45,28 @@ func (db *DB) scanWebhook(row pgx.Row) (w furrow.Webhook, expired bool, err erro
 // when that has expired.
 func (db *DB) readWebhook(ctx context.Context, query string, args ...any) (furrow.Webhook, error) {
 	w, expired, err := db.scanWebhook(db.pool.QueryRow(ctx, query, args...))
+	return db.clearIfExpired(ctx, w, expired, err)
+}
+
+// writeWebhook is readWebhook for a query that writes the row it returns.
+// The write commits only once the row's secrets opened: a process that
+// cannot answer (it lacks a key that sealed one) leaves the webhook as it
+// was, rather than saving a change, a new secret above all, that nobody
+// was shown and that a retry would build on.
+func (db *DB) writeWebhook(ctx context.Context, query string, args ...any) (furrow.Webhook, error) {
+	var w furrow.Webhook
+	var expired bool
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) (err error) {
+		w, expired, err = db.scanWebhook(tx.QueryRow(ctx, query, args...))
+		return err
+	})
+	// Cleared after the commit: until then the transaction holds the row.
+	return db.clearIfExpired(ctx, w, expired, err)
+}
+
+// clearIfExpired passes on a scanned webhook, clearing its previous secret
+// first when it was read and that has expired.
+func (db *DB) clearIfExpired(ctx context.Context, w furrow.Webhook, expired bool, err error) (furrow.Webhook, error) {
 	if err == nil && expired {
 		db.clearExpired(ctx, []uuid.UUID{w.ID})
 	}
@@ -161,7 +183,8 @@ func (db *DB) DeleteWebhook(ctx context.Context, farmID, id uuid.UUID) error {
 // still sealed, to previous_secret (the shared binding of a webhook's
 // secret columns allows it) until the store's now plus overlap, or is
 // dropped when overlap is not above zero. ENOTFOUND if the farm has no
-// such webhook.
+// such webhook. A secret of the answer that does not open here fails it
+// with nothing written (writeWebhook).
 func (db *DB) RotateWebhookSecret(ctx context.Context, farmID, id uuid.UUID, secret string, overlap time.Duration) (furrow.Webhook, error) {
 	stored, keyID := db.sealSecret(id, secret)
 	var until *int64
@@ -169,12 +192,12 @@ func (db *DB) RotateWebhookSecret(ctx context.Context, farmID, id uuid.UUID, sec
 		u := db.nowMs() + overlap.Milliseconds()
 		until = &u
 	}
-	w, _, err := db.scanWebhook(db.pool.QueryRow(ctx, `UPDATE webhooks SET
+	w, err := db.writeWebhook(ctx, `UPDATE webhooks SET
 		previous_secret = CASE WHEN @until::bigint IS NULL THEN NULL ELSE secret END,
 		previous_secret_key_id = CASE WHEN @until::bigint IS NULL THEN NULL ELSE secret_key_id END,
 		previous_secret_until_ms = @until,
 		secret = @secret, secret_key_id = @key, secret_version = secret_version + 1
 		WHERE id = @id AND farm_id = @farm RETURNING `+webhookColumns,
-		pgx.NamedArgs{"until": until, "secret": stored, "key": keyID, "id": id, "farm": farmID}))
+		pgx.NamedArgs{"until": until, "secret": stored, "key": keyID, "id": id, "farm": farmID})
 	return w, translate(err, "rotate webhook secret", "webhook")
 }

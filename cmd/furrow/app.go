@@ -59,6 +59,10 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKeyRing(ctx, db, log); err != nil {
+		db.Close()
+		return nil, err
+	}
 	go warnAtStart(ctx, db, log)
 	s := &server{cfg: cfg, log: log, db: db, drain: &drain{ready: db}}
 	if cfg.RedisURL != "" {

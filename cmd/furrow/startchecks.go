@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -21,6 +23,31 @@ func warnAtStart(ctx context.Context, db *store.DB, log *slog.Logger) {
 	warnSchema(ctx, db, log)
 	warnPoolBudget(ctx, db, log)
 	warnAutovacuum(ctx, db, log)
+}
+
+// checkKeyRing refuses the start when a key of the ring
+// (FURROW_SECRET_KEYS) does not open the stored secrets sealed under its
+// id: the process would seal new ones under that id with another key, and
+// no ring could then open both (it cannot hold one id twice). It warns of
+// the ids of stored secrets' keys the ring lacks. A database that does not
+// answer within startCheckTimeout skips it, as it does the other checks
+// at start, but at WARN: what it guards cannot be undone.
+func checkKeyRing(ctx context.Context, db *store.DB, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, startCheckTimeout)
+	defer cancel()
+	missing, err := db.CheckKeyRing(ctx)
+	switch {
+	case errors.Is(err, store.ErrKeyMismatch):
+		return fmt.Errorf("FURROW_SECRET_KEYS (or FURROW_SECRET_KEYS_FILE): %w; not starting", err)
+	case err != nil:
+		log.Warn("the key ring was not checked against the stored webhook secrets", "err", err)
+		return nil
+	}
+	if len(missing) > 0 {
+		log.Warn("stored webhook secrets are sealed with keys FURROW_SECRET_KEYS does not hold: those webhooks' settings cannot be read and their deliveries fail until the keys are back in the ring",
+			"key_ids", missing)
+	}
+	return nil
 }
 
 // warnSchema says at start, loudly, when the database lacks migrations of

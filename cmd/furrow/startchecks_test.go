@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/furrowhq/furrow/keyring"
 	"github.com/furrowhq/furrow/store"
 )
 
@@ -87,6 +92,101 @@ func TestStartWarnsWhenAutovacuumIsOff(t *testing.T) {
 	off := setting != "on" || counts != "on"
 	checkWarning(t, "autovacuum="+setting+" track_counts="+counts, startLog(t, u, warnAutovacuum), off,
 		"level=WARN msg=\"PostgreSQL's autovacuum is off", "autovacuum = on", "track_counts = on")
+}
+
+// keyRingCheck opens a store on the database at u with ring, the text of
+// FURROW_SECRET_KEYS ("" for none), runs checkKeyRing on it and returns
+// what it logged and its error.
+func keyRingCheck(t *testing.T, u, ring string) (string, error) {
+	t.Helper()
+	var keys *keyring.Ring
+	if ring != "" {
+		var err error
+		if keys, err = keyring.Parse(ring); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := store.Open(context.Background(), u, store.Options{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := &testenv.Buffer{}
+	err = checkKeyRing(context.Background(), db, slog.New(slog.NewTextHandler(out, nil)))
+	return out.String(), err
+}
+
+// sealedWebhook stores a webhook whose secret ring seals.
+func sealedWebhook(t *testing.T, u, ring string) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := keyring.Parse(ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, u, store.Options{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	user, _, err := db.CreateUser(ctx, uuid.NewString()+"@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	farm, err := db.CreateFarm(ctx, user.ID, "Farm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: farm.ID, URL: "https://hooks.example.com/", Secret: furrow.NewWebhookSecret(), Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serve, worker and dev refuse to start with a ring holding another key
+// under an id that sealed stored secrets, and warn of ids it lacks.
+func TestStartRefusesAnotherKeyUnderAUsedID(t *testing.T) {
+	u := testenv.NewDatabase(t, schema)
+	k1 := "k1:" + testKey(1)
+	sealedWebhook(t, u, k1)
+	for _, c := range []struct {
+		name, ring string
+		refuse     bool
+		warn       bool
+	}{
+		{"the key that sealed", k1, false, false},
+		{"a new key in front", "k2:" + testKey(2) + "," + k1, false, false},
+		{"another first key named k1", "k1:" + testKey(9), true, false},
+		{"another key named k1 behind", "k2:" + testKey(2) + ",k1:" + testKey(9), true, false},
+		{"k1 dropped", "k2:" + testKey(2), false, true},
+		{"no ring", "", false, true},
+	} {
+		log, err := keyRingCheck(t, u, c.ring)
+		if refused := err != nil; refused != c.refuse {
+			t.Errorf("%s: refused=%v (%v), want %v", c.name, refused, err, c.refuse)
+		} else if c.refuse && (!strings.Contains(err.Error(), "FURROW_SECRET_KEYS") || !strings.Contains(err.Error(), `"k1"`)) {
+			t.Errorf("%s: %q does not name FURROW_SECRET_KEYS and the key id k1", c.name, err)
+		}
+		checkWarning(t, c.name, log, c.warn, "level=WARN", "FURROW_SECRET_KEYS does not hold", "key_ids=[k1]")
+	}
+}
+
+// A database that does not answer within startCheckTimeout skips the ring
+// check, as it does the other checks at start, and says so.
+func TestStartKeyRingCheckIsBounded(t *testing.T) {
+	u, err := url.Parse(testenv.NewDatabase(t, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testenv.NewProxy(t, u.Host)
+	u.Host = p.Addr
+	p.Blackhole()
+	defer p.Restore()
+	start := time.Now()
+	log, err := keyRingCheck(t, u.String(), "k1:"+testKey(1))
+	if took := time.Since(start); err != nil || took > startCheckTimeout+2*time.Second {
+		t.Fatalf("unanswered database: %v after %v; want the check skipped within %v", err, took, startCheckTimeout)
+	}
+	checkWarning(t, "unanswered database", log, true, "level=WARN", "key ring was not checked")
 }
 
 // With --json, stdout holds the report and nothing else, even with --url,

@@ -40,6 +40,9 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		return err
 	}
 	defer db.Close()
+	if err := checkKeyRing(ctx, db, log); err != nil {
+		return err
+	}
 	go warnAtStart(ctx, db, log)
 	watchSecrets(obs.metrics, db, log)
 	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
