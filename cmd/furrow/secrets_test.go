@@ -89,6 +89,21 @@ func TestDevSecretKeysKept(t *testing.T) {
 	}
 }
 
+// newFarm stores a farm of a new user.
+func newFarm(t *testing.T, db *store.DB) furrow.Farm {
+	t.Helper()
+	ctx := context.Background()
+	user, _, err := db.CreateUser(ctx, uuid.NewString()+"@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	farm, err := db.CreateFarm(ctx, user.ID, "Farm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return farm
+}
+
 // TestAdminSealSecrets runs seal-secrets and reseal as an operator would
 // and reads their JSON summaries.
 func TestAdminSealSecrets(t *testing.T) {
@@ -99,14 +114,7 @@ func TestAdminSealSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	user, _, err := db.CreateUser(ctx, uuid.NewString()+"@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	farm, err := db.CreateFarm(ctx, user.ID, "Farm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	farm := newFarm(t, db)
 	secrets := map[uuid.UUID]string{}
 	for range 5 {
 		w, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: farm.ID, URL: "https://hooks.example.com/", Secret: furrow.NewWebhookSecret(), Enabled: true})

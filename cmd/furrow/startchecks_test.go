@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
@@ -129,15 +128,7 @@ func sealedWebhook(t *testing.T, u, ring string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	user, _, err := db.CreateUser(ctx, uuid.NewString()+"@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	farm, err := db.CreateFarm(ctx, user.ID, "Farm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: farm.ID, URL: "https://hooks.example.com/", Secret: furrow.NewWebhookSecret(), Enabled: true}); err != nil {
+	if _, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: newFarm(t, db).ID, URL: "https://hooks.example.com/", Secret: furrow.NewWebhookSecret(), Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 }
