@@ -23,9 +23,17 @@ const (
 	// write is what finds a peer gone without a word, and go-redis then
 	// reconnects.
 	healthCheckEvery = 3 * time.Second
+	// silenceLimit bounds one read of the subscriber connection: the
+	// health check's pongs come every healthCheckEvery, so a connection
+	// silent for longer is lost (a peer gone without a word, into whose
+	// socket buffer the pings are still written).
+	silenceLimit = 2*healthCheckEvery + subscribeTimeout
 	// reconnectPause spaces the attempts to reconnect the subscriber
-	// connection while Redis refuses.
-	reconnectPause = 100 * time.Millisecond
+	// connection while Redis refuses, doubling up to maxReconnectPause
+	// while it goes on refusing (an error reply to the handshake, such as
+	// WRONGPASS, comes as fast as a connection is made).
+	reconnectPause    = 100 * time.Millisecond
+	maxReconnectPause = 2 * time.Second
 )
 
 // NewRedisBus returns a Bus that publishes through Redis pub/sub, so that a
@@ -294,25 +302,32 @@ func (t *redisTransport) close() error {
 // lost connection, which go-redis replaces (now or on the next read).
 func (t *redisTransport) receive() {
 	defer close(t.done)
+	pause := reconnectPause
 	for {
-		m, err := t.ps.Receive(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), silenceLimit)
+		m, err := t.ps.Receive(ctx)
+		cancel()
 		var redisErr redis.Error
 		switch {
 		case errors.Is(err, redis.ErrClosed):
 			return
-		case errors.As(err, &redisErr):
-			t.warn("live: the redis subscriber connection answered an error", err)
 		case err != nil && t.ctx.Err() != nil:
 			return // closing: the read failed as the connection closed
+		case errors.As(err, &redisErr):
+			t.warn("live: the redis subscriber connection answered an error", err)
 		case err != nil:
 			t.lost(err)
-			select {
-			case <-t.ctx.Done():
-			case <-time.After(reconnectPause):
-			}
 		default:
+			pause = reconnectPause
 			t.handle(m)
+			continue
 		}
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, maxReconnectPause)
 	}
 }
 
