@@ -37,7 +37,7 @@ func (d *Dispatcher) dispatchEvent(ctx context.Context, sem slots, rank int, hoo
 		}
 		call, timeout, slot := func(ctx context.Context) error { return d.skip(ctx, w, e) }, d.cfg.CallTimeout, sem.store
 		if w.Enabled {
-			if h := d.paced.take(w, d.deps.Clock.Now()); h > 0 {
+			if h := d.paced.take(w, time.UnixMilli(e.OccurredAtMs), d.deps.Clock.Now()); h > 0 {
 				hold = max(hold, h)
 				continue
 			}

@@ -53,10 +53,15 @@ type pacedHook struct {
 	line time.Time // when the last event held for the webhook comes back
 }
 
-// take takes a start of w now and returns 0, or returns how long the event
-// is to be held before it is claimed again. Webhooks without a rate are
-// never held.
-func (p *startPacer) take(w furrow.Webhook, now time.Time) time.Duration {
+// take takes a start of w now for an event of time at and returns 0, or
+// returns how long the event is to be held before it is claimed again.
+// Webhooks without a rate are never held, nor is an event older than
+// maxHold: held once already, it would otherwise come back to a bucket
+// that newer events emptied meanwhile and be held again, and again, for as
+// long as the webhook is sent more than its rate. It starts ahead of them,
+// the bucket in debt (the delivery itself still waits for the webhook's
+// rate).
+func (p *startPacer) take(w furrow.Webhook, at, now time.Time) time.Duration {
 	if w.MaxPerSecond == nil {
 		return 0
 	}
@@ -76,6 +81,10 @@ func (p *startPacer) take(w furrow.Webhook, now time.Time) time.Duration {
 		h.lim.SetLimitAt(now, limit)
 		h.lim.SetBurstAt(now, burst)
 	}
+	if now.Sub(at) >= maxHold {
+		h.lim.ReserveN(now, 1)
+		return 0
+	}
 	if h.lim.AllowN(now, 1) {
 		return 0
 	}
@@ -90,7 +99,9 @@ func (p *startPacer) take(w furrow.Webhook, now time.Time) time.Duration {
 		return 0
 	}
 	h.line = line
-	return line.Sub(now)
+	// Held once, it comes back by maxHold of its age at the latest, and
+	// starts then (above).
+	return min(line.Sub(now), at.Add(maxHold).Sub(now))
 }
 
 // startLimit is the start rate and burst for a webhook's rate.

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,22 +128,22 @@ func TestStartPacerFollowsARateChange(t *testing.T) {
 	rate := 1.0
 	w := furrow.Webhook{ID: uuid.New(), MaxPerSecond: &rate}
 	for range minStartBurst {
-		if h := p.take(w, now); h != 0 {
+		if h := p.take(w, now, now); h != 0 {
 			t.Fatalf("held within the burst: %s", h)
 		}
 	}
 	for i := range 3 {
-		if h, want := p.take(w, now), time.Duration(i+1)*time.Second; h != want {
+		if h, want := p.take(w, now, now), time.Duration(i+1)*time.Second; h != want {
 			t.Fatalf("hold of the %d-th past the burst = %s, want %s", i+1, h, want)
 		}
 	}
 	faster := 100.0
 	w.MaxPerSecond = &faster
 	// The new rate counts from when it is seen.
-	if h := p.take(w, now.Add(100*time.Millisecond)); h <= 0 {
+	if h := p.take(w, now, now.Add(100*time.Millisecond)); h <= 0 {
 		t.Fatalf("not held when the change is seen, with no token come back")
 	}
-	if h := p.take(w, now.Add(200*time.Millisecond)); h != 0 {
+	if h := p.take(w, now, now.Add(200*time.Millisecond)); h != 0 {
 		t.Fatalf("held at 100/s a tenth of a second after the change: %s", h)
 	}
 	// No turn is given further than maxHold ahead: the event then starts
@@ -150,20 +151,69 @@ func TestStartPacerFollowsARateChange(t *testing.T) {
 	slow := 0.01
 	w = furrow.Webhook{ID: uuid.New(), MaxPerSecond: &slow}
 	for range minStartBurst {
-		p.take(w, now)
+		p.take(w, now, now)
 	}
-	if h := p.take(w, now); h != 100*time.Second {
+	if h := p.take(w, now, now); h != 100*time.Second {
 		t.Fatalf("first hold at 0.01/s = %s, want 100s", h)
 	}
 	for range 2 {
-		if h := p.take(w, now); h != 0 {
+		if h := p.take(w, now, now); h != 0 {
 			t.Fatalf("held for %s at 0.01/s, past the longest hold of %s", h, maxHold)
 		}
 	}
 	w.MaxPerSecond = nil
 	for range 1000 {
-		if h := p.take(w, now); h != 0 {
+		if h := p.take(w, now, now); h != 0 {
 			t.Fatalf("an unlimited webhook was held: %s", h)
 		}
+	}
+}
+
+// An event older than maxHold is never held: it starts ahead of newer
+// events, the bucket in debt, so the next new one is held.
+func TestStartPacerNeverHoldsAnEventPastMaxHold(t *testing.T) {
+	var p startPacer
+	now := time.Now()
+	rate := 1.0
+	w := furrow.Webhook{ID: uuid.New(), MaxPerSecond: &rate}
+	for range minStartBurst {
+		p.take(w, now, now)
+	}
+	if h := p.take(w, now.Add(-maxHold), now); h != 0 {
+		t.Fatalf("an event %s old held for %s", maxHold, h)
+	}
+	if h := p.take(w, now, now.Add(time.Second)); h <= 0 {
+		t.Fatal("a new event was not held behind the old one's start")
+	}
+}
+
+// A webhook paced at 1/s sent 1.3 events a second for twenty minutes, on the
+// real dispatcher: each event is held at most once, so none waits in the
+// outbox much past maxHold (before, one was held again each time it came
+// back, behind newer events, for as long as the overload lasted).
+func TestOverloadedPacedWebhookKeepsNoEventPastMaxHold(t *testing.T) {
+	w := newWorld(Config{Batch: 100})
+	farm, paced, _ := w.pacedFarm(t, 1)
+	ctx := context.Background()
+	var open []furrow.Event
+	var worst time.Duration
+	arrivals := 0.0
+	for end := w.clock.Now().Add(20 * time.Minute); w.clock.Now().Before(end); {
+		w.clock.Advance(100 * time.Millisecond)
+		for arrivals += 0.13; arrivals >= 1; arrivals-- {
+			open = append(open, w.addEventsOf(farm, 1)...)
+		}
+		for p, err := w.d.DispatchOnce(ctx); p.Full || err != nil; p, err = w.d.DispatchOnce(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		open = slices.DeleteFunc(open, func(e furrow.Event) bool {
+			worst = max(worst, w.clock.Now().Sub(time.UnixMilli(e.OccurredAtMs)))
+			return w.starter.hasStarted(workflows.DeliveryWorkflowID(paced.ID, e.ID))
+		})
+	}
+	if limit := maxHold + 5*time.Second; worst > limit {
+		t.Fatalf("an event waited %s in the outbox, more than %s", worst, limit)
 	}
 }

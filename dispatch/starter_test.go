@@ -72,6 +72,14 @@ func (s *starter) count() int {
 	return len(s.started)
 }
 
+// hasStarted reports whether the workflow id was started.
+func (s *starter) hasStarted(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.started[id]
+	return ok
+}
+
 // waiting returns the calls waiting on block now, and the most at once.
 func (s *starter) waiting() (now, most int) {
 	s.mu.Lock()

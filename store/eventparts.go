@@ -81,10 +81,12 @@ func (db *DB) outboxFloor(ctx context.Context) (int64, error) {
 	now := db.nowMs()
 	if last := db.floorRaisedMs.Load(); now-last >= raiseEvery.Milliseconds() && db.floorRaisedMs.CompareAndSwap(last, now) {
 		floor, err := db.raiseOutboxFloor(ctx)
-		if err == nil {
+		switch {
+		case err == nil:
 			return floor, nil
+		case !errors.Is(err, errFloorBusy):
+			db.log.Warn("store: outbox floor not raised", "err", err)
 		}
-		db.log.Warn("store: outbox floor not raised", "err", err)
 	}
 	return db.readOutboxFloor(ctx)
 }
@@ -96,6 +98,11 @@ func (db *DB) readOutboxFloor(ctx context.Context) (int64, error) {
 	return floor, err
 }
 
+// errFloorBusy is a raise given up because a write that lowers the floor
+// holds its row: the write may take writeTimeout, and the claim that
+// raises is bounded by far less; the next raise comes raiseEvery later.
+var errFloorBusy = errors.New("store: the outbox floor is being lowered")
+
 // raiseOutboxFloor moves the outbox floor up to the oldest undispatched
 // event, or to floorLag before now when that is earlier, and returns it.
 // The floor's row is locked before the oldest is read, by a statement of
@@ -104,11 +111,15 @@ func (db *DB) readOutboxFloor(ctx context.Context) (int64, error) {
 func (db *DB) raiseOutboxFloor(ctx context.Context) (int64, error) {
 	var floor int64
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT floor_ms FROM outbox_floor FOR UPDATE").Scan(&floor); err != nil {
+		err := tx.QueryRow(ctx, "SELECT floor_ms FROM outbox_floor FOR UPDATE SKIP LOCKED").Scan(&floor)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errFloorBusy
+		}
+		if err != nil {
 			return err
 		}
 		var oldest *int64
-		err := tx.QueryRow(ctx, `SELECT min(occurred_at_ms) FROM events
+		err = tx.QueryRow(ctx, `SELECT min(occurred_at_ms) FROM events
 			WHERE dispatched_at_ms IS NULL AND occurred_at_ms >= $1`, floor).Scan(&oldest)
 		if err != nil {
 			return err

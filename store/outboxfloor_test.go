@@ -62,6 +62,34 @@ func TestClaimsRaiseTheOutboxFloorEveryFewSeconds(t *testing.T) {
 	}
 }
 
+// A claim due to raise the floor while a write that lowers it holds its
+// row (for up to the write's bound) leaves the raise for later rather than
+// wait past its own deadline.
+func TestClaimDoesNotWaitForAWriteLoweringTheFloor(t *testing.T) {
+	ctx := context.Background()
+	clock, db, url, _ := subscribedFarm(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "UPDATE outbox_floor SET floor_ms = floor_ms"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	claim := furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute}
+	if _, err := db.ClaimEvents(cctx, claim); err != nil {
+		t.Fatalf("a claim behind a write holding the floor: %v", err)
+	}
+}
+
 func TestReadingThatWaitedForItsBatchLowersTheOutboxFloor(t *testing.T) {
 	ctx := context.Background()
 	clock, db, _, fx := subscribedFarm(t)

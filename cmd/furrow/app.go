@@ -114,10 +114,13 @@ func (s *server) watch(m *telemetry.Metrics) {
 }
 
 // run serves HTTP and dispatches until ctx ends, then shuts down in order:
-// drain (readiness off, `Connection: close`), then
-// within FURROW_SHUTDOWN_TIMEOUT finish requests and the worker's
-// activities, close live sockets, stop the dispatcher, and close the store
-// (which flushes pending readings).
+// the dispatcher stops at once (handing its claims back) and the drain
+// begins (readiness off, `Connection: close`), then within
+// FURROW_SHUTDOWN_TIMEOUT requests and the worker's activities finish and
+// live sockets close, and the store closes (flushing pending readings).
+// Events stored during the drain stay pending for another dispatcher's
+// sweep, or this one's next start: the dispatcher is not kept running
+// through the drain, whose bound the pods' grace period is derived from.
 func (s *server) run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
