@@ -24,8 +24,10 @@ func Example() {
 			http.Error(w, "body is not an event", http.StatusBadRequest)
 			return
 		}
-		w.WriteHeader(http.StatusNoContent) // acknowledge at once
+		// Queue slow work and return: the answer leaves when the handler
+		// does.
 		fmt.Println("received", ev.ID, ev.Type)
+		w.WriteHeader(http.StatusNoContent)
 	}))
 	srv := httptest.NewServer(receiver)
 	defer srv.Close()

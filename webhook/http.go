@@ -81,8 +81,10 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 
 // Middleware returns a handler that verifies every request with
 // VerifyRequest before calling next, which can read the verified body from
-// r.Body. Rejected requests get 413 for ErrTooLarge, 401 for a mismatched
-// or stale signature and 400 otherwise, with a short plain-text reason.
+// r.Body. Rejected requests get the status Status gives (413 for
+// ErrTooLarge, 401 for a mismatched or stale signature, 500 for an empty
+// secret, which Furrow retries, and 400 otherwise), with a short
+// plain-text reason.
 func Middleware(secret string, next http.Handler) http.Handler {
 	return Verifier{}.Middleware(secret, next)
 }

@@ -20,8 +20,11 @@
 //				http.Error(w, "not an event", http.StatusBadRequest)
 //				return
 //			}
-//			w.WriteHeader(http.StatusNoContent) // acknowledge at once,
-//			log.Printf("%s %s", ev.ID, ev.Type)  // then deduplicate on ev.ID and work
+//			// The answer leaves when the handler returns: hand slow work
+//			// to a queue (deduplicating on ev.ID), never do it here, or
+//			// the 10 s timeout makes Furrow retry.
+//			log.Printf("%s %s", ev.ID, ev.Type)
+//			w.WriteHeader(http.StatusNoContent)
 //		}
 //		secret := os.Getenv("WEBHOOK_SECRET")
 //		http.Handle("POST /hook", webhook.Middleware(secret, http.HandlerFunc(handle)))

@@ -96,6 +96,20 @@ func TestSeenSetForgetsOldest(t *testing.T) {
 	}
 }
 
+// An id removed (its work refused with 503) and added again by the retry
+// is remembered as recent: the slot it left does not evict it.
+func TestSeenSetKeepsAnIdAddedAgain(t *testing.T) {
+	s := newSeenSet(3)
+	s.add("a")
+	s.remove("a")
+	s.add("a")
+	s.add("b")
+	s.add("c") // takes the slot "a" first had
+	if s.add("a") {
+		t.Fatal("the retried id, among the three most recent, was forgotten")
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	if _, err := parseFlags(nil, ""); err == nil {
 		t.Fatal("missing secret accepted")

@@ -86,13 +86,13 @@ func (rc *receiver) stop() {
 // ids in its database, in the same transaction as its work.
 type seenSet struct {
 	mu    sync.Mutex
-	ids   map[string]struct{}
+	ids   map[string]int // to the slot of the ring that holds the id
 	order []string
 	next  int
 }
 
 func newSeenSet(capacity int) *seenSet {
-	return &seenSet{ids: make(map[string]struct{}, capacity), order: make([]string, capacity)}
+	return &seenSet{ids: make(map[string]int, capacity), order: make([]string, capacity)}
 }
 
 // add records id and reports whether it was new.
@@ -102,12 +102,14 @@ func (s *seenSet) add(id string) bool {
 	if _, ok := s.ids[id]; ok {
 		return false
 	}
-	if old := s.order[s.next]; old != "" {
+	// A slot left by remove may name an id added again since, in a newer
+	// slot: that one is kept.
+	if old := s.order[s.next]; old != "" && s.ids[old] == s.next {
 		delete(s.ids, old)
 	}
 	s.order[s.next] = id
+	s.ids[id] = s.next
 	s.next = (s.next + 1) % len(s.order)
-	s.ids[id] = struct{}{}
 	return true
 }
 
