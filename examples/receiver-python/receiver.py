@@ -30,6 +30,7 @@ import http.server
 import json
 import os
 import sys
+import threading
 import time
 
 TOLERANCE_MS = 5 * 60 * 1000
@@ -176,6 +177,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     secrets = []
     seen = collections.OrderedDict()
+    # Concurrent deliveries of one event must see each other's ids: the
+    # check and the record are one step.
+    seen_lock = threading.Lock()
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -195,10 +199,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._answer(401 if str(r) in ("mismatch", "too_old") else 400, str(r))
             return
         event = json.loads(body)
-        duplicate = event["id"] in self.seen
-        self.seen[event["id"]] = True
-        while len(self.seen) > 100_000:
-            self.seen.popitem(last=False)
+        with self.seen_lock:
+            duplicate = event["id"] in self.seen
+            self.seen[event["id"]] = True
+            while len(self.seen) > 100_000:
+                self.seen.popitem(last=False)
         self._answer(204, "")
         if not duplicate:  # a real receiver queues the slow work here
             print("event %s of type %s" % (event["id"], event["type"]), flush=True)
