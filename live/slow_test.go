@@ -7,15 +7,15 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/furrowhq/furrow/live"
 	"github.com/google/uuid"
+
+	"github.com/furrowhq/furrow/internal/testenv"
+	"github.com/furrowhq/furrow/live"
 )
 
 // TestSlowClientIsDropped checks that a client that never reads is
@@ -147,80 +147,6 @@ func dialSlow(t *testing.T, w *world, topic live.Topic) *websocket.Conn {
 	}, topic)
 }
 
-// holdingProxy forwards one TCP connection to a target and can hold back
-// what the client sends, as a link with a long round trip delays the
-// client's pongs, while it counts what the server sends.
-type holdingProxy struct {
-	addr       string
-	fromServer atomic.Int64
-	mu         sync.Mutex
-	gate       chan struct{} // open while held
-}
-
-func newHoldingProxy(t *testing.T, target string) *holdingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	p := &holdingProxy{addr: ln.Addr().String()}
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", target)
-		if err != nil {
-			c.Close()
-			return
-		}
-		t.Cleanup(func() { c.Close(); s.Close() })
-		go p.pipe(c, s, func(n int) { p.fromServer.Add(int64(n)) })
-		p.pipe(s, c, func(int) { p.wait() })
-	}()
-	return p
-}
-
-// pipe copies src to dst, calling before with each chunk's size first.
-func (p *holdingProxy) pipe(dst, src net.Conn, before func(int)) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			before(n)
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *holdingProxy) hold() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.gate = make(chan struct{})
-}
-
-func (p *holdingProxy) release() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	close(p.gate)
-	p.gate = nil
-}
-
-func (p *holdingProxy) wait() {
-	p.mu.Lock()
-	g := p.gate
-	p.mu.Unlock()
-	if g != nil {
-		<-g
-	}
-}
-
 // TestDataFlowsWhileAPongIsAwaited checks that the server goes on writing
 // while it waits for a pong: a reading client far away, whose pongs take
 // long to come back, would otherwise let its send buffer fill on a busy
@@ -229,26 +155,26 @@ func TestDataFlowsWhileAPongIsAwaited(t *testing.T) {
 	bus := memoryBus(t)
 	w := newWorld(t, bus, live.Deps{PingInterval: 50 * time.Millisecond, PongTimeout: time.Minute})
 	topic := live.FarmTopic(w.farmA)
-	p := newHoldingProxy(t, strings.TrimPrefix(w.http.URL, "http://"))
+	p := testenv.NewProxy(t, strings.TrimPrefix(w.http.URL, "http://"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws://"+p.addr+"/api/live?topic="+topic.String(),
+	c, _, err := websocket.Dial(ctx, "ws://"+p.Addr+"/api/live?topic="+topic.String(),
 		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + w.aliceToken}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
 	expectControl(t, c, "subscribed", topic.String())
-	p.hold()
-	sent := p.fromServer.Load()
+	p.HoldClient()
+	sent := p.FromTarget()
 	// Nothing is published yet: what the server sends now is a ping,
 	// whose pong the proxy holds back.
-	waitFor(t, "a ping", func() bool { return p.fromServer.Load() > sent })
+	waitFor(t, "a ping", func() bool { return p.FromTarget() > sent })
 	bus.Publish(reading(w.farmA, uuid.New(), 220, "while a pong is awaited"))
 	if m := read(t, c); m.Value != "while a pong is awaited" {
 		t.Fatalf("got %+v", m)
 	}
-	p.release()
+	p.Restore()
 	bus.Publish(reading(w.farmA, uuid.New(), 220, "after the pong"))
 	if m := read(t, c); m.Value != "after the pong" {
 		t.Fatalf("got %+v", m)
