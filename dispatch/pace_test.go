@@ -122,9 +122,10 @@ func TestDispatchPacingLeavesOtherFarmsAlone(t *testing.T) {
 	}
 }
 
-func TestStartPacerFollowsARateChange(t *testing.T) {
-	var p startPacer
-	now := time.Now()
+// pastBurst returns a webhook of 1/s whose burst of starts p has given at
+// now, none held.
+func pastBurst(t *testing.T, p *startPacer, now time.Time) furrow.Webhook {
+	t.Helper()
 	rate := 1.0
 	w := furrow.Webhook{ID: uuid.New(), MaxPerSecond: &rate}
 	for range minStartBurst {
@@ -132,6 +133,13 @@ func TestStartPacerFollowsARateChange(t *testing.T) {
 			t.Fatalf("held within the burst: %s", h)
 		}
 	}
+	return w
+}
+
+func TestStartPacerFollowsARateChange(t *testing.T) {
+	var p startPacer
+	now := time.Now()
+	w := pastBurst(t, &p, now)
 	for i := range 3 {
 		if h, want := p.take(w, now, now), time.Duration(i+1)*time.Second; h != want {
 			t.Fatalf("hold of the %d-th past the burst = %s, want %s", i+1, h, want)
@@ -174,11 +182,7 @@ func TestStartPacerFollowsARateChange(t *testing.T) {
 func TestStartPacerNeverHoldsAnEventPastMaxHold(t *testing.T) {
 	var p startPacer
 	now := time.Now()
-	rate := 1.0
-	w := furrow.Webhook{ID: uuid.New(), MaxPerSecond: &rate}
-	for range minStartBurst {
-		p.take(w, now, now)
-	}
+	w := pastBurst(t, &p, now)
 	if h := p.take(w, now.Add(-maxHold), now); h != 0 {
 		t.Fatalf("an event %s old held for %s", maxHold, h)
 	}
