@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,13 +43,25 @@ const chainOrder = "chain-order"
 // before takes it at its next continue-as-new.
 const goneCheck = "gone-check"
 
-// lateSuccess versions how a delivered chain's report is counted. Before
-// it, every delivered chain restarted the count, so a success reported
-// after a failure that ended later wiped that failure out; since, a
-// delivered chain that ended before the latest counted failure is counted
-// (remembered) but leaves the count as it is. It is asked only for such a
-// report: histories recorded before replay the old way.
+// lateSuccess versions how a delivered chain's report is counted when the
+// chain ended before the latest counted failure. Before it, every
+// delivered chain restarted the count, so a success reported after a
+// failure that ended later wiped that failure out. At version 1 such a
+// report left the count as it was, failures that ended before the success
+// included. At version 2 the count becomes the failures counted since the
+// last restart that ended after the success, when the run knows when each
+// of them ended (else as at version 1). It is asked only for such a
+// report: histories recorded before replay their own way.
 const lateSuccess = "late-success"
+
+// lateSuccessRecount is lateSuccess's version that counts again.
+const lateSuccessRecount = 2
+
+// reenableKept versions what a re-enable of a webhook already enabled at 0
+// failures leaves: before it, nothing (nothing was written), so a failure
+// that ended before it and was reported after counted; since, the run
+// remembers when it was re-enabled. It is asked only for such a re-enable.
+const reenableKept = "reenable-kept"
 
 // goneCheckEvery is how often the workflow re-reads its webhook, so that a
 // delete whose SignalDeleted never came (Temporal was down) still ends it
@@ -62,13 +75,15 @@ const rememberedChains = 256
 // WebhookInput is the input of the per-webhook workflow. State is nil on a
 // first start (the workflow then reads it from the store) and carried over
 // by continue-as-new, as are Counted, the chains whose reports were counted
-// last, oldest first, and LastFailedAtMs, when the latest counted failed
-// chain ended (0: none, or its report did not say).
+// last, oldest first, LastFailedAtMs, when the latest counted failed chain
+// ended (0: none, or its report did not say), and FailedEndsMs, when the
+// failed chains the count holds ended, in the order they were counted.
 type WebhookInput struct {
 	WebhookID      uuid.UUID
 	State          *WebhookState
 	Counted        []string `json:",omitempty"`
 	LastFailedAtMs int64    `json:",omitempty"`
+	FailedEndsMs   []int64  `json:",omitempty"`
 }
 
 // Webhook is the per-webhook workflow, the single writer of the webhook's
@@ -88,7 +103,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	if err != nil || state.Gone {
 		return err
 	}
-	w := &webhookRun{state: state, counted: in.Counted, lastFailedAtMs: in.LastFailedAtMs}
+	w := &webhookRun{state: state, counted: in.Counted, lastFailedAtMs: in.LastFailedAtMs, ends: in.FailedEndsMs}
 	err = workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (WebhookState, error) { return w.state, nil },
 		workflow.QueryHandlerOptions{Description: "The webhook's enabled flag, consecutive failed chains and last change."})
 	if err != nil {
@@ -102,24 +117,21 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		var r furrow.ChainReport
 		c.Receive(ctx, &r)
 		w.failedAtMs = 0
+		w.next, w.nextEnds = w.state, w.ends
 		if workflow.GetVersion(ctx, chainOrder, workflow.DefaultVersion, 1) >= 1 {
 			if why := w.notCounted(r); why != "" {
 				workflow.GetLogger(ctx).Info("chain report not counted", "webhook_id", w.state.WebhookID, "chain", r.Chain, "why", why)
-				w.next = w.state
 				return
 			}
 			w.count(r.Chain)
 			if r.Failed {
 				w.failedAtMs = r.EndedAtMs
 				w.lastFailedAtMs = max(w.lastFailedAtMs, r.EndedAtMs)
-			} else if r.EndedAtMs != 0 && r.EndedAtMs < w.lastFailedAtMs &&
-				workflow.GetVersion(ctx, lateSuccess, workflow.DefaultVersion, 1) >= 1 {
-				// A failure that ended after it was counted already: the
-				// count it restarted has gone on since.
-				workflow.GetLogger(ctx).Info("chain report counted; the count kept", "webhook_id", w.state.WebhookID, "chain", r.Chain,
-					"why", "the chain was delivered before the latest counted failure ended")
-				w.next = w.state
-				return
+			} else if r.EndedAtMs != 0 && r.EndedAtMs < w.lastFailedAtMs {
+				if v := workflow.GetVersion(ctx, lateSuccess, workflow.DefaultVersion, lateSuccessRecount); v >= 1 {
+					w.afterLateSuccess(ctx, r, v)
+					return
+				}
 			}
 		}
 		w.next = w.afterChain(r, workflow.Now(ctx))
@@ -129,7 +141,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		var by any
 		c.Receive(ctx, &by)
 		w.failedAtMs = 0
-		w.next = w.afterReenable(reenabledBy(by), workflow.Now(ctx))
+		w.next, w.nextEnds = w.afterReenable(reenabledBy(by), workflow.Now(ctx)), nil
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalDeleted), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -162,7 +174,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		}
 	}
 	return workflow.NewContinueAsNewError(ctx, Webhook, WebhookInput{WebhookID: in.WebhookID, State: &w.state, Counted: w.counted,
-		LastFailedAtMs: w.lastFailedAtMs})
+		LastFailedAtMs: w.lastFailedAtMs, FailedEndsMs: w.ends})
 }
 
 // webhookRun is the state of one run: state as written, next as wanted,
@@ -182,6 +194,11 @@ type webhookRun struct {
 	// none, or no report said): a delivered chain that ended before it
 	// does not restart the count (see lateSuccess).
 	lastFailedAtMs int64
+	// ends are when the failed chains state's count holds ended, in the
+	// order they were counted (the time they were counted for a report
+	// that did not say); nextEnds are next's. They may hold fewer than the
+	// count: failures counted before a run kept them.
+	ends, nextEnds []int64
 	// check asks apply to read the webhook, to end if it is gone, rather
 	// than write next (which the signal or timer that set it left as is).
 	check bool
@@ -236,11 +253,13 @@ func (w *webhookRun) afterChain(r furrow.ChainReport, now time.Time) WebhookStat
 	s := w.state
 	s.ChangedAt = &now
 	if !r.Failed {
+		w.nextEnds = nil
 		s.Failures = 0
 		s.LastChange = fmt.Sprintf("chain of %s delivered after failed chains; the count restarts", r.EventID)
 		return s
 	}
 	s.Failures++
+	w.nextEnds = append(slices.Clone(w.ends), cmp.Or(r.EndedAtMs, furrow.Millis(now)))
 	s.LastChange = fmt.Sprintf("chain of %s failed: its last attempt %s", r.EventID, answer(r.StatusCode, r.Error))
 	if s.Failures >= furrow.MaxFailedChains {
 		if s.Enabled {
@@ -250,6 +269,36 @@ func (w *webhookRun) afterChain(r furrow.ChainReport, now time.Time) WebhookStat
 		s.Enabled = false
 	}
 	return s
+}
+
+// afterLateSuccess sets next after the report r of a delivered chain that
+// ended before the latest counted failure, at lateSuccess's version v: the
+// count keeps the failures that ended after r's chain, or, when the run
+// does not know when each counted failure ended, or before
+// lateSuccessRecount, stays as it is.
+func (w *webhookRun) afterLateSuccess(ctx workflow.Context, r furrow.ChainReport, v workflow.Version) {
+	log := workflow.GetLogger(ctx)
+	if v < lateSuccessRecount || len(w.ends) != w.state.Failures {
+		log.Info("chain report counted; the count kept", "webhook_id", w.state.WebhookID, "chain", r.Chain,
+			"why", "the chain was delivered before the latest counted failure ended")
+		return
+	}
+	var after []int64
+	for _, end := range w.ends {
+		if end > r.EndedAtMs {
+			after = append(after, end)
+		}
+	}
+	if len(after) == len(w.ends) {
+		return
+	}
+	now := workflow.Now(ctx)
+	w.next.Failures, w.nextEnds = len(after), after
+	w.next.ChangedAt = &now
+	w.next.LastChange = fmt.Sprintf("chain of %s delivered before %d of the counted failed chains ended; the count restarts from them",
+		r.EventID, len(after))
+	log.Info("chain report counted; the count restarts from the failures that ended after it", "webhook_id", w.state.WebhookID,
+		"chain", r.Chain, "failures", len(after))
 }
 
 // afterReenable is the state after SignalReenable sent by by
@@ -280,6 +329,13 @@ func reenabledBy(payload any) string {
 // transition number, with its lifecycle event.
 func (w *webhookRun) write(ctx workflow.Context) error {
 	if w.next.Enabled == w.state.Enabled && w.next.Failures == w.state.Failures {
+		w.ends = w.nextEnds
+		// A re-enable of a webhook enabled at 0 writes nothing, but the
+		// failures that ended before it still must not count.
+		if w.next.ReenabledAtMs != w.state.ReenabledAtMs &&
+			workflow.GetVersion(ctx, reenableKept, workflow.DefaultVersion, 1) >= 1 {
+			w.state.ReenabledAtMs = w.next.ReenabledAtMs
+		}
 		return nil
 	}
 	var a *activities.Activities
@@ -304,7 +360,7 @@ func (w *webhookRun) write(ctx workflow.Context) error {
 		w.next = w.state
 		return nil
 	}
-	w.state = w.next
+	w.state, w.ends = w.next, w.nextEnds
 	if got.Gone {
 		w.state.Gone = true
 		workflow.GetLogger(ctx).Info("webhook deleted; workflow ends", "webhook_id", w.state.WebhookID)

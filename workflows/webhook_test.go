@@ -161,6 +161,9 @@ func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 	if next.LastFailedAtMs != 3 {
 		t.Fatalf("continued with the latest failure ended at %d, want 3", next.LastFailedAtMs)
 	}
+	if !slices.Equal(next.FailedEndsMs, []int64{1, 2, 3}) {
+		t.Fatalf("continued with the failures' ends %v, want [1 2 3]", next.FailedEndsMs)
+	}
 }
 
 // chainReport sends the chain report r to the workflow at minute m.
@@ -181,6 +184,11 @@ func runChainReports(t *testing.T, f *fixture, reports []chainReport, reenableAt
 // sendChainReports is runChainReports in env, where the workflows and
 // activities are registered.
 func sendChainReports(env *testsuite.TestWorkflowEnvironment, f *fixture, reports []chainReport, reenableAt ...int) {
+	sendChainReportsFrom(env, workflows.WebhookInput{WebhookID: f.webhook.ID}, reports, reenableAt...)
+}
+
+// sendChainReportsFrom is sendChainReports for a run started with in.
+func sendChainReportsFrom(env *testsuite.TestWorkflowEnvironment, in workflows.WebhookInput, reports []chainReport, reenableAt ...int) {
 	for _, c := range reports {
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalChain, c.r) }, time.Duration(c.m)*time.Minute)
 	}
@@ -189,7 +197,7 @@ func sendChainReports(env *testsuite.TestWorkflowEnvironment, f *fixture, report
 	}
 	// The workflow waits for signals for ever; the environment's timeout
 	// ends it once nothing is left to do.
-	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: f.webhook.ID})
+	env.ExecuteWorkflow(workflows.WebhookWorkflowName, in)
 }
 
 // A report sent twice, its activity retried after its signal went, counts
@@ -296,13 +304,13 @@ func TestWebhookLateSuccessBeforeACountedFailureKeepsTheCount(t *testing.T) {
 		name    string
 		version workflow.Version // of the late-success change
 		want    int
-	}{{"current", 1, 1}, {"recorded before", workflow.DefaultVersion, 0}} {
+	}{{"current", workflows.LateSuccessRecount, 1}, {"recorded at version 1", 1, 1}, {"recorded before", workflow.DefaultVersion, 0}} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture("https://example.com", 0)
 			env := newEnv()
 			ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
-			if c.version == workflow.DefaultVersion {
-				env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			if c.version != workflows.LateSuccessRecount {
+				env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, workflows.LateSuccessRecount).Return(c.version)
 			}
 			at := func(m int) int64 { return furrow.Millis(env.Now().Add(time.Duration(m) * time.Minute)) }
 			sendChainReports(env, f, []chainReport{
@@ -332,5 +340,74 @@ func TestWebhookSuccessAfterTheLatestFailureRestartsTheCount(t *testing.T) {
 	})
 	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 0 {
 		t.Fatalf("webhook = enabled %v failures %d, want enabled at 0", w.Enabled, w.ConsecutiveFailures)
+	}
+}
+
+// A delivered chain reported after a failure that ended later restarts the
+// count from the failures that ended after it: ended F F F S F, reported
+// F F F F S, the count is 1, and one more failure makes 2, not a disable.
+// Recorded at version 1 of the late-success change, the count was kept.
+func TestWebhookLateSuccessRestartsFromTheFailuresAfterIt(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		version workflow.Version
+		want    int
+		enabled bool
+	}{{"current", workflows.LateSuccessRecount, 2, true}, {"recorded at version 1", 1, 5, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture("https://example.com", 0)
+			env := newEnv()
+			ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
+			if c.version != workflows.LateSuccessRecount {
+				env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, workflows.LateSuccessRecount).Return(c.version)
+			}
+			at := func(m int) int64 { return furrow.Millis(env.Now().Add(time.Duration(m) * time.Minute)) }
+			fail := func(chain string, endedAt int64) furrow.ChainReport {
+				return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
+			}
+			sendChainReports(env, f, []chainReport{
+				{2, fail("f1", at(1))},
+				{3, fail("f2", at(2))},
+				{4, fail("f3", at(3))},
+				{11, fail("f4", at(10))},
+				{12, furrow.ChainReport{WebhookID: f.webhook.ID, Chain: "delivered", EndedAtMs: at(9)}},
+				{20, fail("f5", at(19))},
+			})
+			if w := f.store.webhook(f.webhook.ID); w.Enabled != c.enabled || w.ConsecutiveFailures != c.want {
+				t.Fatalf("webhook = enabled %v failures %d, want enabled %v at %d", w.Enabled, w.ConsecutiveFailures, c.enabled, c.want)
+			}
+		})
+	}
+}
+
+// The ends of the counted failures go over continue-as-new with the count,
+// so a late success in the next run counts again from them.
+func TestWebhookContinuesAsNewKeepingTheFailuresEnds(t *testing.T) {
+	f := newFixture("https://example.com", 2)
+	env := newEnv()
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
+	at := func(m int) int64 { return furrow.Millis(env.Now().Add(time.Duration(m) * time.Minute)) }
+	state := workflows.WebhookState{WebhookID: f.webhook.ID, Enabled: true, Failures: 2}
+	sendChainReportsFrom(env, workflows.WebhookInput{WebhookID: f.webhook.ID, State: &state, LastFailedAtMs: at(5),
+		FailedEndsMs: []int64{at(1), at(5)}}, []chainReport{
+		{6, furrow.ChainReport{WebhookID: f.webhook.ID, Chain: "delivered", EndedAtMs: at(3)}},
+	})
+	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 1 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1", w.Enabled, w.ConsecutiveFailures)
+	}
+}
+
+// A re-enable of a webhook enabled at 0 failures writes nothing, but a
+// failure that ended before it and is reported after does not count.
+func TestWebhookReenableAtZeroIsRemembered(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	start := newEnv().Now()
+	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	runChainReports(t, f, []chainReport{
+		{3, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: "late", EndedAtMs: at(1)}},
+		{4, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: "after", EndedAtMs: at(3)}},
+	}, 2)
+	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 1 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1 (the failure before the re-enable not counted)", w.Enabled, w.ConsecutiveFailures)
 	}
 }
