@@ -59,9 +59,12 @@ func MigrationsDigest() string {
 // schema_migrations, in file-name order, each in its own transaction, then
 // creates the day partitions of the coming days, so that a new database
 // takes rows at once, and finishes what a migration's transaction cannot
-// (the partitions' indexes of migrations 0017 and 0018, built concurrently). An advisory lock lets
-// several processes call it at once. It uses one connection and closes it
-// before returning. It returns the first error met. A migration, and the
+// (the partitions' indexes of migrations 0017 and 0018, built
+// concurrently, and the seen_minute_ms of migration 0009, in batches). A
+// table's conversion to a partitioned one (see conversion) is finished in
+// the run that begins it, or undone. An advisory lock lets several
+// processes call it at once. It uses one connection and closes it before
+// returning. It returns the first error met. A migration, and the
 // creation of a table's partitions, waits at most 5 s at a time for a
 // table lock, so that a long transaction on a table does not make every
 // query of it queue behind the change; it is tried again a second later,
@@ -81,7 +84,8 @@ type MigrateOptions struct {
 	// connection unanswered before it is dropped; default
 	// DefaultDeadConnTimeout.
 	DeadConnTimeout time.Duration
-	// Logger is told while another migrate holds the migrations' lock;
+	// Logger is told while another migrate holds the migrations' lock,
+	// and of a conversion undone and of the seen_minute_ms fill;
 	// default slog.Default().
 	Logger *slog.Logger
 }
@@ -120,13 +124,17 @@ func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatienc
 
 // migrateWith is migrate on a connection bounded by opts.
 func migrateWith(ctx context.Context, databaseURL, upTo string, patience lockPatience, opts MigrateOptions) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	conn, err := connectMigrate(ctx, databaseURL, opts)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	// A session lock: closing the connection releases it even on error.
-	if err := lockMigrations(ctx, conn, opts.Logger); err != nil {
+	if err := lockMigrations(ctx, conn, log); err != nil {
 		return err
 	}
 	const create = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -134,6 +142,24 @@ func migrateWith(ctx context.Context, databaseURL, upTo string, patience lockPat
 	if _, err := conn.Exec(ctx, create); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
+	if err := abandonConversions(ctx, conn, patience, log); err != nil {
+		return err
+	}
+	if err := applyMigrations(ctx, conn, upTo, patience); err != nil {
+		return abandonAfter(ctx, conn, databaseURL, opts, patience, log, err)
+	}
+	if upTo == "" {
+		if err := finishMigrations(ctx, conn, patience, log); err != nil {
+			return err
+		}
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey)
+	return err
+}
+
+// applyMigrations applies the migrations up to and including upTo, or all
+// of them when upTo is empty.
+func applyMigrations(ctx context.Context, conn *pgx.Conn, upTo string, patience lockPatience) error {
 	for _, m := range migrations() {
 		if upTo != "" && m.version > upTo {
 			break
@@ -145,22 +171,26 @@ func migrateWith(ctx context.Context, databaseURL, upTo string, patience lockPat
 			return err
 		}
 	}
-	if upTo == "" {
-		attempts, readings, events := newDayPartitions()
-		for _, p := range []*dayPartitions{attempts, readings, events} {
-			err := patiently(ctx, patience, p.parent+" partitions", func() error {
-				return p.ensureAhead(ctx, conn, time.Now(), patience.timeout)
-			})
-			if err != nil {
-				return fmt.Errorf("store: migrate: %w", err)
-			}
-		}
-		if err := finishPartitionIndexes(ctx, conn, patience); err != nil {
-			return err
+	return nil
+}
+
+// finishMigrations does what follows the migrations: the day partitions of
+// the coming days, the partitions' indexes and the backfill of
+// seen_minute_ms.
+func finishMigrations(ctx context.Context, conn *pgx.Conn, patience lockPatience, log *slog.Logger) error {
+	attempts, readings, events := newDayPartitions()
+	for _, p := range []*dayPartitions{attempts, readings, events} {
+		err := patiently(ctx, patience, p.parent+" partitions", func() error {
+			return p.ensureAhead(ctx, conn, time.Now(), patience.timeout)
+		})
+		if err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
 		}
 	}
-	_, err = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey)
-	return err
+	if err := finishPartitionIndexes(ctx, conn, patience); err != nil {
+		return err
+	}
+	return fillSeenMinute(ctx, conn, patience, log)
 }
 
 // connectMigrate opens Migrate's connection with the bounds of a DB's
@@ -186,9 +216,6 @@ func connectMigrate(ctx context.Context, databaseURL string, opts MigrateOptions
 // table lock) it logs so at once and every migrateLockLogEach, rather than
 // waiting silently, and it gives up when ctx ends.
 func lockMigrations(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
-	if log == nil {
-		log = slog.Default()
-	}
 	began := time.Now()
 	var logged time.Time
 	for {

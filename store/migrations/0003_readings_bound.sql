@@ -4,7 +4,9 @@
 -- before 0005 is applied. This constraint lets 0005 attach the table
 -- without scanning it; it is added NOT VALID here (a brief lock) and
 -- validated by 0004 in its own transaction, which scans the table under a
--- lock that lets readings be stored meanwhile.
+-- lock that lets readings be stored meanwhile. Enforced on new readings at
+-- once, it would refuse them from its boundary if the conversion stopped
+-- before 0005: Migrate then removes it (see conversion in migrate.go).
 DO $$
 DECLARE
     boundary bigint := (extract(epoch FROM date_trunc('day', now() AT TIME ZONE 'UTC') + interval '2 days') * 1000)::bigint;

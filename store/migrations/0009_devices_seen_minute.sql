@@ -5,8 +5,11 @@
 -- start of the minute of the last reading, which a device's readings move
 -- at most once a minute; last_seen_ms is in no index any more. Free room in
 -- each page keeps the new row versions on their page.
+-- The column is added empty and its index built while it is: this
+-- transaction locks devices against every reading's device update, so it
+-- must stay brief whatever the number of devices. Migrate then fills the
+-- column from last_seen_ms in short transactions (fillSeenMinute).
 ALTER TABLE devices ADD COLUMN seen_minute_ms bigint;
-UPDATE devices SET seen_minute_ms = last_seen_ms - last_seen_ms % 60000 WHERE last_seen_ms IS NOT NULL;
 DROP INDEX devices_online_last_seen;
 CREATE INDEX devices_online_seen_minute ON devices (seen_minute_ms)
     WHERE offline_since_ms IS NULL AND seen_minute_ms IS NOT NULL;

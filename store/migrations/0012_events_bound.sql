@@ -5,9 +5,11 @@
 -- may carry a time of its own). The two partial indexes of 0001 together
 -- hold every row, so the latest is read from them without a scan. This
 -- constraint lets 0014 attach the table without scanning it; it is added
--- NOT VALID here (a brief lock) and validated by 0014 in its own
+-- NOT VALID here (a brief lock) and validated by 0013a in its own
 -- transaction, which scans the table under a lock that lets events be
--- stored meanwhile.
+-- stored meanwhile. Enforced on new events at once, it would refuse them
+-- from its boundary if the conversion stopped before 0014: Migrate then
+-- removes it (see conversion in migrate.go).
 DO $$
 DECLARE
     boundary bigint := (extract(epoch FROM date_trunc('day', now() AT TIME ZONE 'UTC') + interval '2 days') * 1000)::bigint;

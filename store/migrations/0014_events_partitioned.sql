@@ -1,14 +1,10 @@
--- See 0012. VALIDATE takes SHARE UPDATE EXCLUSIVE: inserts go on while it
--- scans.
-ALTER TABLE events VALIDATE CONSTRAINT events_before_partitioning;
-
 -- events becomes a table range-partitioned by occurred_at_ms, one partition
 -- per UTC day created ahead by the store, so that retention drops whole
 -- days instead of deleting rows. A populated table is attached unchanged,
 -- with its rows and indexes, as the partition of everything before the
--- boundary of 0012: its validated constraint spares the scan, so this
--- transaction holds its locks for milliseconds whatever the size. An empty
--- one (a new database) is simply replaced.
+-- boundary of 0012: its constraint, validated by 0013a, spares the scan,
+-- so this transaction holds its locks for milliseconds whatever the size.
+-- An empty one (a new database) is simply replaced.
 --
 -- Keys: a partitioned table's unique keys must include occurred_at_ms, so
 -- the key of an event is (id, occurred_at_ms), a unique index on each
