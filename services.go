@@ -308,4 +308,7 @@ type Retention interface {
 	// PruneIdempotencyKeys removes the idempotency keys of readings older
 	// than before, of every device, and returns how many went.
 	PruneIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
+	// HoldEventDays keeps events from PruneEvents for as long as delivery
+	// chains started for them now may run; call it before they start.
+	HoldEventDays(ctx context.Context, events []Event) error
 }

@@ -38,8 +38,19 @@ type Redeliverer interface {
 }
 
 // StartRedeliveries starts the deliveries of in through a.Redeliverer; a
-// deleted webhook gets none.
+// deleted webhook gets none. The events are held from retention first
+// (each attempt reads its event again, and would find it gone).
 func (a *Activities) StartRedeliveries(ctx context.Context, in StartRedeliveriesInput) (StartRedeliveriesResult, error) {
+	if a.Retention != nil { // Without retention nothing is dropped.
+		if err := a.Retention.HoldEventDays(ctx, in.Events); err != nil {
+			return StartRedeliveriesResult{}, fmt.Errorf("redelivery %s to webhook %s: hold events: %w", in.Batch, in.WebhookID, err)
+		}
+	}
+	return a.startRedeliveries(ctx, in)
+}
+
+// startRedeliveries is StartRedeliveries once the events' days are held.
+func (a *Activities) startRedeliveries(ctx context.Context, in StartRedeliveriesInput) (StartRedeliveriesResult, error) {
 	w, err := a.Webhooks.WebhookByID(ctx, in.WebhookID)
 	if furrow.ErrorCode(err) == furrow.ENOTFOUND {
 		return StartRedeliveriesResult{Gone: true}, nil
@@ -82,13 +93,13 @@ type StartRedeliveryPageResult struct {
 // StartRedeliveryPage reads a page of a redelivery's events and starts
 // their deliveries through a.Redeliverer; a deleted webhook gets none. A
 // retry reads the same page and starts none twice (the deliveries' IDs
-// name the batch).
+// name the batch). Reading the page holds its events' days.
 func (a *Activities) StartRedeliveryPage(ctx context.Context, in StartRedeliveryPageInput) (StartRedeliveryPageResult, error) {
 	events, next, err := a.Webhooks.RedeliveryEvents(ctx, in.Set, in.After, in.Limit)
 	if err != nil {
 		return StartRedeliveryPageResult{}, fmt.Errorf("redelivery %s to webhook %s: list events: %w", in.Batch, in.WebhookID, err)
 	}
-	res, err := a.StartRedeliveries(ctx, StartRedeliveriesInput{WebhookID: in.WebhookID, Batch: in.Batch, Events: events, Schedule: in.Schedule})
+	res, err := a.startRedeliveries(ctx, StartRedeliveriesInput{WebhookID: in.WebhookID, Batch: in.Batch, Events: events, Schedule: in.Schedule})
 	if err != nil || res.Gone {
 		return StartRedeliveryPageResult{Started: res.Started, Gone: res.Gone}, err
 	}

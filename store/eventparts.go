@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/furrowhq/furrow"
 )
 
 // Events are range-partitioned by the UTC day of occurred_at_ms (migrations
@@ -141,8 +145,102 @@ func (db *DB) raiseOutboxFloor(ctx context.Context) (int64, error) {
 	return floor, nil
 }
 
-// holdsUndispatched is the keep rule of event partitions: one that holds
-// an undispatched event is kept, however old, and said so in the log.
+// A delivery chain reads its event again at each attempt and ends skipped,
+// unsent, when the event is gone, so retention keeps an event partition
+// past the cutoff while a chain started for one of its events may still
+// run: for chainSpan after the chain started. The table event_day_holds
+// (migration 0019) holds UTC days (by their start) until a time. Nothing on
+// the path of ingest or dispatch writes it: a redelivery holds the days of
+// the events it starts chains for (RedeliveryEvents, HoldEventDays), and
+// retention marks undispatched a day it keeps for undispatched events, so
+// that the first run that finds them dispatched, after their chains
+// started, holds it from then on. Expired holds are removed at each run.
+const (
+	// chainSlack is the part of chainSpan that covers what else delays a
+	// chain (a start or a timer waiting for a worker, a paced webhook's
+	// queue, the processes' clocks); a held day costs only its disk.
+	chainSlack = 24 * time.Hour
+	// dayMs is a UTC day in ms.
+	dayMs = int64(24 * time.Hour / time.Millisecond)
+)
+
+// chainSpan is how long a delivery chain started now may still read its
+// event: the delays of the retry schedule, each attempt's timeout and
+// chainSlack.
+var chainSpan = func() time.Duration {
+	span := furrow.MaxAttempts*furrow.DeliveryTimeout + chainSlack
+	for _, d := range furrow.DefaultSchedule() {
+		span += d
+	}
+	return span
+}()
+
+// holdDaysSQL holds the days $1 (distinct) until $2 at least.
+const holdDaysSQL = `INSERT INTO event_day_holds (day_ms, until_ms) SELECT unnest($1::bigint[]), $2
+	ON CONFLICT (day_ms) DO UPDATE SET until_ms = greatest(event_day_holds.until_ms, excluded.until_ms)`
+
+// markUndispatchedSQL marks the day $1 as kept for undispatched events.
+const markUndispatchedSQL = `INSERT INTO event_day_holds (day_ms, until_ms, undispatched) VALUES ($1, 0, true)
+	ON CONFLICT (day_ms) DO UPDATE SET undispatched = true`
+
+// heldSQL reports whether a day in [$1, $2) is held at $3, once the marked
+// ones, whose events are now all dispatched, are held until $4.
+const heldSQL = `WITH released AS (
+		UPDATE event_day_holds SET undispatched = false, until_ms = greatest(until_ms, $4)
+		WHERE day_ms >= $1 AND day_ms < $2 AND undispatched RETURNING 1)
+	SELECT EXISTS (SELECT 1 FROM released)
+		OR EXISTS (SELECT 1 FROM event_day_holds WHERE day_ms >= $1 AND day_ms < $2 AND until_ms > $3)`
+
+// Why keepEventPartition keeps a partition.
+const (
+	keptUndispatched = "undispatched"
+	keptForChains    = "chains"
+)
+
+// holdDays holds the UTC days of the times stamps (ms) for chainSpan from
+// now.
+func (db *DB) holdDays(ctx context.Context, stamps []int64) error {
+	days := make([]int64, 0, len(stamps))
+	for _, ms := range stamps {
+		days = append(days, utcDay(time.UnixMilli(ms)).UnixMilli())
+	}
+	slices.Sort(days)
+	days = slices.Compact(days) // a row is upserted once a statement
+	if len(days) == 0 {
+		return nil
+	}
+	_, err := db.pool.Exec(ctx, holdDaysSQL, days, db.clock.Now().Add(chainSpan).UnixMilli())
+	return err
+}
+
+// keepEventPartition is the keep rule of event partitions past the cutoff.
+// One that holds an undispatched event is kept, however old, and marked;
+// one whose days are held is kept until the holds end.
+func keepEventPartition(ctx context.Context, db *DB, tx pgx.Tx, pt partition) (string, error) {
+	undispatched, err := holdsUndispatched(ctx, tx, pt.name)
+	if err != nil {
+		return "", err
+	}
+	if undispatched {
+		// Its last day stands for a partition of several.
+		_, err := tx.Exec(ctx, markUndispatchedSQL, pt.to-dayMs)
+		return keptUndispatched, err
+	}
+	from := int64(math.MinInt64)
+	if pt.from != nil {
+		from = *pt.from
+	}
+	now := db.clock.Now()
+	var held bool
+	err = tx.QueryRow(ctx, heldSQL, from, pt.to, now.UnixMilli(), now.Add(chainSpan).UnixMilli()).Scan(&held)
+	if err != nil || !held {
+		return "", err
+	}
+	return keptForChains, nil
+}
+
+// holdsUndispatched reports whether partition holds an undispatched event,
+// from its index of them.
 func holdsUndispatched(ctx context.Context, tx pgx.Tx, partition string) (bool, error) {
 	var held bool
 	err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+pgx.Identifier{partition}.Sanitize()+
@@ -151,20 +249,29 @@ func holdsUndispatched(ctx context.Context, tx pgx.Tx, partition string) (bool, 
 }
 
 // PruneEvents drops the day partitions of events that end at or before
-// before, except those still holding an undispatched event, and returns
-// about how many events went. Whole days go, so the cost does not grow with
-// the table, no row is deleted one by one, and events are kept up to a day
-// longer than asked. It first raises the outbox floor and creates the
-// partitions of the next days.
+// before, except those still holding an undispatched event or held for
+// delivery chains, and returns about how many events went. Whole days go,
+// so the cost does not grow with the table, no row is deleted one by one,
+// and events are kept up to a day longer than asked. It first raises the
+// outbox floor and creates the partitions of the next days, and last
+// removes the expired holds.
 func (db *DB) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
 	if _, err := db.raiseOutboxFloor(ctx); err != nil {
 		return 0, err
 	}
 	r, err := db.eventParts.prune(ctx, db, before)
-	if len(r.kept) > 0 {
+	if ps := r.kept[keptUndispatched]; len(ps) > 0 {
 		db.log.Warn("store: event partitions past retention kept: they hold undispatched events",
-			"partitions", r.kept)
+			"partitions", ps)
 	}
+	if ps := r.kept[keptForChains]; len(ps) > 0 {
+		db.log.Info("store: event partitions past retention kept: delivery chains started for their events may still read them",
+			"partitions", ps)
+	}
+	if err != nil {
+		return r.rows, translate(err, "prune events", "event")
+	}
+	_, err = db.pool.Exec(ctx, "DELETE FROM event_day_holds WHERE NOT undispatched AND until_ms <= $1", db.nowMs())
 	if err != nil {
 		return r.rows, translate(err, "prune events", "event")
 	}

@@ -97,18 +97,22 @@ func TestPruneEventsDropsDaysButKeepsUndispatched(t *testing.T) {
 		}
 	}
 	// The floor rose to the undispatched event; once dispatched, its day
-	// goes too and the floor follows.
+	// is kept while the chain its dispatch started may run, then goes, and
+	// the floor follows.
 	if floor, _ := store.OutboxFloor(ctx, db); floor != all[1].OccurredAtMs {
 		t.Fatalf("outbox floor %d, want the undispatched event's time %d", floor, all[1].OccurredAtMs)
 	}
 	if err := db.MarkDispatched(ctx, []string{all[1].ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.PruneEvents(ctx, time.Date(2031, 3, 13, 6, 0, 0, 0, time.UTC)); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := partitionsOf(t, url, "events")["events_p20310311"]; ok {
-		t.Fatal("11 March kept once its event was dispatched")
+	for i, wantKept := range []bool{true, false} {
+		clock.Advance(time.Duration(i) * store.ChainSpan)
+		if _, err := db.PruneEvents(ctx, time.Date(2031, 3, 13, 6, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := partitionsOf(t, url, "events")["events_p20310311"]; ok != wantKept {
+			t.Fatalf("11 March kept = %v once its event was dispatched, want %v", ok, wantKept)
+		}
 	}
 	if floor, _ := store.OutboxFloor(ctx, db); floor != clock.Now().Add(-store.FloorLag).UnixMilli() {
 		t.Fatalf("outbox floor %d with nothing undispatched, want FloorLag before now", floor)
@@ -383,6 +387,13 @@ func TestMigrationPartitionsPopulatedEvents(t *testing.T) {
 	if err := db.MarkDispatched(ctx, ids(got)); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.PruneEvents(ctx, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := partitionsOf(t, url, "events")["events_p_legacy"]; !ok {
+		t.Fatal("the pre-partitioning partition went under the chains of its events just dispatched")
+	}
+	clock.Advance(store.ChainSpan)
 	if _, err := db.PruneEvents(ctx, clock.Now()); err != nil {
 		t.Fatal(err)
 	}

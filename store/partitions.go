@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,8 +13,9 @@ import (
 )
 
 // partitionsAhead is how many days of partitions, today's first, retention
-// keeps made, so that inserts rarely create one.
-const partitionsAhead = 3
+// keeps made: a week, so that writers never make one, which needs the
+// parent's strongest lock, even while retention is down for days.
+const partitionsAhead = 7
 
 // partitionLockKey serializes partition DDL across processes.
 const partitionLockKey = 0x66757273
@@ -31,8 +31,9 @@ type dayPartitions struct {
 	// partition instead of counting it, for tables whose days are large.
 	estimate bool
 	// keep, unless nil, is asked under the parent's lock before a partition
-	// is dropped; true keeps it (events that must not go).
-	keep  func(ctx context.Context, tx pgx.Tx, partition string) (bool, error)
+	// is dropped; a reason keeps it (events that must not go), and what it
+	// wrote through tx is committed.
+	keep  func(ctx context.Context, db *DB, tx pgx.Tx, pt partition) (reason string, err error)
 	known sync.Map // day start (ms) -> struct{}: partitions known to exist
 }
 
@@ -41,7 +42,7 @@ type dayPartitions struct {
 func newDayPartitions() (attempts, readings, events *dayPartitions) {
 	return &dayPartitions{parent: "delivery_attempts", prefix: "delivery_attempts_p"},
 		&dayPartitions{parent: "readings", prefix: "readings_p", estimate: true},
-		&dayPartitions{parent: "events", prefix: "events_p", estimate: true, keep: holdsUndispatched}
+		&dayPartitions{parent: "events", prefix: "events_p", estimate: true, keep: keepEventPartition}
 }
 
 // partition is one partition of a parent and its range [from, to) in ms;
@@ -133,10 +134,10 @@ type beginner interface {
 // parent's lock.
 func (p *dayPartitions) create(ctx context.Context, db beginner, days []time.Time, wait time.Duration) error {
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
+		if err := setLockTimeout(ctx, tx, wait); err != nil {
 			return err
 		}
-		if err := setLockTimeout(ctx, tx, wait); err != nil {
+		if err := lockPartitions(ctx, tx); err != nil {
 			return err
 		}
 		existing, err := p.list(ctx, tx)
@@ -181,11 +182,17 @@ func overlaps(parts []partition, from, to int64) bool {
 // boundRE reads a range partition's bound as pg_get_expr prints it.
 var boundRE = regexp.MustCompile(`^FOR VALUES FROM \((MINVALUE|'?(-?\d+)'?)\) TO \('?(-?\d+)'?\)$`)
 
+// defaultBound is the bound of a DEFAULT partition, which an operator may
+// add: it covers no range of its own, so days are made beside it, and it
+// is never dropped.
+const defaultBound = "DEFAULT"
+
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// list returns the partitions of p's parent with their ranges.
+// list returns the partitions of p's parent with their ranges, leaving
+// out a DEFAULT partition.
 func (p *dayPartitions) list(ctx context.Context, q querier) ([]partition, error) {
 	rows, _ := q.Query(ctx, `SELECT c.relname, pg_get_expr(c.relpartbound, c.oid)
 		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
@@ -201,6 +208,9 @@ func (p *dayPartitions) list(ctx context.Context, q querier) ([]partition, error
 	}
 	parts := make([]partition, 0, len(rs))
 	for _, x := range rs {
+		if x.bound == defaultBound {
+			continue
+		}
 		m := boundRE.FindStringSubmatch(x.bound)
 		if m == nil {
 			return nil, fmt.Errorf("store: partition %s has an unexpected bound %q", x.name, x.bound)
@@ -229,6 +239,15 @@ func setLockTimeout(ctx context.Context, tx pgx.Tx, d time.Duration) error {
 	return err
 }
 
+// lockPartitions takes the lock that keeps processes from racing on
+// partition DDL, for the rest of tx. Set tx's lock timeout first: it bounds
+// the wait for this lock too, so that no process waits without end behind
+// one that holds it.
+func lockPartitions(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey)
+	return err
+}
+
 // retentionLockTimeout bounds retention's own waits for a table's lock, as
 // a write of the table queues behind each such wait: a second, where the
 // request deadline is 5 s. What it could not lock waits for the next run,
@@ -237,9 +256,9 @@ const retentionLockTimeout = time.Second
 
 // pruned is what one prune did.
 type pruned struct {
-	rows int64    // held by the dropped partitions (estimated when p.estimate)
-	kept []string // past the cutoff but kept by p.keep
-	busy []string // partitions, or "ahead", left for the next run: their lock was held
+	rows int64               // held by the dropped partitions (estimated when p.estimate)
+	kept map[string][]string // past the cutoff but kept by p.keep, by reason
+	busy []string            // partitions, or "ahead", left for the next run: their lock was held
 }
 
 // prune creates the partitions ahead of now, then drops every partition
@@ -272,10 +291,13 @@ func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (pr
 		if pt.to > before.UnixMilli() {
 			continue
 		}
-		n, err := p.drop(ctx, db, pt.name)
+		n, reason, err := p.drop(ctx, db, pt)
 		switch {
-		case errors.Is(err, errKept):
-			r.kept = append(r.kept, pt.name)
+		case reason != "":
+			if r.kept == nil {
+				r.kept = map[string][]string{}
+			}
+			r.kept[reason] = append(r.kept[reason], pt.name)
 		case sqlState(err) == pgLockNotAvailable:
 			r.busy = append(r.busy, pt.name)
 		case err != nil:
@@ -287,17 +309,18 @@ func (p *dayPartitions) prune(ctx context.Context, db *DB, before time.Time) (pr
 	return r, errors.Join(errs...)
 }
 
-// errKept rolls back the drop of a partition that p.keep keeps.
-var errKept = errors.New("store: partition kept")
-
-func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, error) {
-	var n int64
-	ident := pgx.Identifier{name}.Sanitize()
+// drop drops the partition pt, unless p.keep keeps it, and returns how
+// many rows it held, or the reason it was kept.
+func (p *dayPartitions) drop(ctx context.Context, db *DB, pt partition) (n int64, kept string, err error) {
+	ident := pgx.Identifier{pt.name}.Sanitize()
 	count := "SELECT count(*) FROM " + ident
 	if p.estimate {
 		count = "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = '" + ident + "'::regclass"
 	}
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if err := setLockTimeout(ctx, tx, retentionLockTimeout); err != nil {
+			return err
+		}
 		// Counted before the lock that every process's partition creation
 		// takes too: an exact count of a day of the delivery log takes
 		// seconds, and the first write of each day would wait on it. No row
@@ -305,10 +328,7 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, e
 		if err := tx.QueryRow(ctx, count).Scan(&n); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", partitionLockKey); err != nil {
-			return err
-		}
-		if err := setLockTimeout(ctx, tx, retentionLockTimeout); err != nil {
+		if err := lockPartitions(ctx, tx); err != nil {
 			return err
 		}
 		if p.keep != nil {
@@ -318,19 +338,19 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, name string) (int64, e
 			if _, err := tx.Exec(ctx, "LOCK TABLE ONLY "+pgx.Identifier{p.parent}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
 				return err
 			}
-			if keep, err := p.keep(ctx, tx, name); err != nil || keep {
-				return cmp.Or(err, errKept)
+			if kept, err = p.keep(ctx, db, tx, pt); err != nil || kept != "" {
+				return err
 			}
 		}
 		_, err := tx.Exec(ctx, "DROP TABLE "+ident)
 		return err
 	})
-	if errors.Is(err, errKept) {
-		return 0, err
-	}
 	if err != nil {
-		return 0, fmt.Errorf("store: drop %s partition: %w", p.parent, err)
+		return 0, "", fmt.Errorf("store: drop %s partition: %w", p.parent, err)
+	}
+	if kept != "" {
+		return 0, kept, nil
 	}
 	p.forget()
-	return n, nil
+	return n, "", nil
 }

@@ -171,10 +171,13 @@ func TestPruneReadingsCreatesAheadAndDropsOnlyExpired(t *testing.T) {
 		t.Fatalf("PruneReadings(keep forever) = %d, %v", n, err)
 	}
 	parts := readingPartitions(t, url)
-	for _, day := range []string{"20310314", "20310315", "20310316"} {
+	for _, day := range []string{"20310314", "20310315", "20310316", "20310317", "20310318", "20310319", "20310320"} {
 		if _, ok := parts["readings_p"+day]; !ok {
-			t.Fatalf("partitions %v: want readings_p%s created ahead", parts, day)
+			t.Fatalf("partitions %v: want readings_p%s created ahead (a week, today's first)", parts, day)
 		}
+	}
+	if _, ok := parts["readings_p20310321"]; ok {
+		t.Fatalf("partitions %v: want no partition past the week ahead", parts)
 	}
 	if _, ok := parts["readings_p_legacy"]; !ok {
 		t.Fatalf("partitions %v: the pre-partitioning one is kept when keeping forever", parts)
@@ -333,5 +336,70 @@ func TestPruneErrorsAreTranslated(t *testing.T) {
 		if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v (a *pgconn.PgError: %v); want the store's error naming %q", name, err, pe != nil, name)
 		}
+	}
+}
+
+// Partition DDL is serialised by an advisory lock; a process that holds it
+// long (a stuck migration, a DDL of an operator's) makes the others wait
+// for it as for a table's lock: bounded, so that a writer gives up after
+// its lock timeout and retention leaves the work for its next run.
+func TestPartitionLockWaitIsBounded(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	hook := uuid.New()
+	if err := db.AddAttempt(ctx, furrow.Attempt{WebhookID: hook, EventID: furrow.NewEventID(), Attempt: 1, AtMs: clock.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(40 * 24 * time.Hour) // days without partitions, and one to drop
+	holder := connect(t, url)
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", store.PartitionLockKey); err != nil {
+		t.Fatal(err)
+	}
+	// Retention waits about a second for each partition it makes or drops.
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if n, err := db.PruneAttempts(bounded, clock.Now().AddDate(0, 0, -30)); err != nil || n != 0 {
+		t.Fatalf("PruneAttempts behind the partition lock = %d, %v; want the work left for the next run", n, err)
+	}
+	began := time.Now()
+	_, _, err := db.CreateReading(bounded, reading(newFixture(t, db), 1, "1"), nil)
+	if err == nil || bounded.Err() != nil {
+		t.Fatalf("a reading of a day without its partition, behind the partition lock: %v (context %v); want a failure of its own", err, bounded.Err())
+	}
+	if took := time.Since(began); took > 8*time.Second {
+		t.Fatalf("the writer gave up after %s, want about its lock timeout", took)
+	}
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_unlock($1)", store.PartitionLockKey); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.PruneAttempts(ctx, clock.Now().AddDate(0, 0, -30)); err != nil || n != 1 {
+		t.Fatalf("PruneAttempts once the lock is free = %d, %v; want the old attempt", n, err)
+	}
+}
+
+// A DEFAULT partition an operator added is left alone: partitions are made
+// and dropped around it, and it is never dropped.
+func TestDefaultPartitionIsLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	if _, err := connect(t, url).Exec(ctx, "CREATE TABLE readings_default PARTITION OF readings DEFAULT"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(20 * 24 * time.Hour) // a day without its partition
+	if _, _, err := db.CreateReading(ctx, reading(fx, 1, "1"), nil); err != nil {
+		t.Fatalf("CreateReading beside a DEFAULT partition: %v", err)
+	}
+	if _, err := db.PruneReadings(ctx, clock.Now().AddDate(0, 0, -1)); err != nil {
+		t.Fatalf("PruneReadings beside a DEFAULT partition: %v", err)
+	}
+	parts := readingPartitions(t, url)
+	if n, ok := parts["readings_default"]; !ok || n != 0 {
+		t.Fatalf("partitions %v: want readings_default kept, empty", parts)
+	}
+	if parts["readings_p20310330"] != 1 || len(parts) != 1+7 {
+		t.Fatalf("partitions %v: want the reading in its day's partition, the week ahead made, the older days dropped", parts)
 	}
 }

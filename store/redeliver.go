@@ -32,6 +32,8 @@ func (db *DB) RedeliverySet(ctx context.Context, farmID uuid.UUID, types []strin
 // RedeliveryEvents lists a page of set's events, oldest first, after the
 // place after, without their data: a redelivery's workflow holds them in
 // its history, and each delivery reads its event's data when it sends.
+// Their days are held past retention for the chains the caller starts
+// (HoldEventDays).
 func (db *DB) RedeliveryEvents(ctx context.Context, set furrow.RedeliverySet, after *furrow.Cursor, limit int) ([]furrow.Event, *furrow.Cursor, error) {
 	limit = furrow.ListLimit(limit)
 	q := "SELECT seq, id, type, farm_id, occurred_at_ms FROM events WHERE " + redeliveryWhere + " AND seq <= $4"
@@ -48,9 +50,11 @@ func (db *DB) RedeliveryEvents(ctx context.Context, set furrow.RedeliverySet, af
 	defer rows.Close()
 	page := []furrow.Event{}
 	var last furrow.Cursor
+	var next *furrow.Cursor
 	for rows.Next() {
 		if len(page) == limit {
-			return page, &last, nil
+			next = &last
+			break
 		}
 		var e furrow.Event
 		var id uuid.UUID
@@ -60,8 +64,24 @@ func (db *DB) RedeliveryEvents(ctx context.Context, set furrow.RedeliverySet, af
 		e.ID, last.TimestampMs = furrow.EventID(id), e.OccurredAtMs
 		page = append(page, e)
 	}
+	rows.Close() // before the holds, which take a connection of their own
 	if err := rows.Err(); err != nil {
 		return nil, nil, translate(err, "list redelivery", "farm")
 	}
-	return page, nil, nil
+	if err := db.HoldEventDays(ctx, page); err != nil {
+		return nil, nil, err
+	}
+	return page, next, nil
+}
+
+// HoldEventDays holds the days of events past retention for as long as a
+// delivery chain started for them now may run, so that a redelivery that
+// calls it before it starts their chains finds each event at every
+// attempt. An event whose day is gone already stays gone.
+func (db *DB) HoldEventDays(ctx context.Context, events []furrow.Event) error {
+	stamps := make([]int64, len(events))
+	for i, e := range events {
+		stamps[i] = e.OccurredAtMs
+	}
+	return translate(db.holdDays(ctx, stamps), "hold events", "event")
 }
