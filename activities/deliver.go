@@ -128,8 +128,26 @@ func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook,
 	case !p.EventFound:
 		return p.Webhook, p.Event, nil, furrow.SkipEventDeleted, nil
 	}
+	a.holdOld(ctx, p.Event)
 	body, err := json.Marshal(p.Event)
 	return p.Webhook, p.Event, body, "", err
+}
+
+// holdAge is the age past which an attempt holds its event from retention:
+// only a redelivered chain, or one an operator replays by a reset, reads
+// an event that old, and its day may pass retention before it ends.
+const holdAge = furrow.AttemptRetention / 2
+
+// holdOld holds e from retention for the rest of the chain when it is past
+// holdAge. The event is there now: a failed hold is logged and the attempt
+// goes on.
+func (a *Activities) holdOld(ctx context.Context, e furrow.Event) {
+	if a.Retention == nil || a.Clock.Now().Sub(time.UnixMilli(e.OccurredAtMs)) < holdAge {
+		return
+	}
+	if err := a.Retention.HoldEventDays(ctx, []furrow.Event{e}); err != nil {
+		a.logger().WarnContext(ctx, "could not hold an old event from retention", "event_id", e.ID, "error", err)
+	}
 }
 
 // sent is what one POST produced.
