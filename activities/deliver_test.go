@@ -267,6 +267,8 @@ func (c *counts) DeliveryChain(outcome string) {
 	c.chains[outcome]++
 }
 
+func (c *counts) Delivered(time.Duration) {}
+
 // An attempt that could not read its webhook sent nothing: the delivery
 // failure ratio, which measures endpoints, does not count it; the chain it
 // ends is still a failed one.
@@ -282,5 +284,30 @@ func TestDeliverUnsentIsNoAttemptOfTheEndpoint(t *testing.T) {
 	}
 	if len(*got) != 0 || len(c.attempts) != 0 || c.chains[furrow.OutcomeFailed] != 1 {
 		t.Fatalf("sent %d, attempts counted %v, chains %v; want none sent or counted, one failed chain", len(*got), c.attempts, c.chains)
+	}
+}
+
+// SPEC: a 2xx answer's body is not inspected. An endpoint that answers 200
+// with a body that reads as an error has the event delivered: the attempt
+// succeeds, ends its chain delivered, and the log keeps the body as sent.
+func TestDeliver2xxBodyIsNotInspected(t *testing.T) {
+	for _, body := range []string{`{"error":"failed"}`, `{"ok":false,"status":500}`, "Internal Server Error"} {
+		s, acts, got := setup(t, func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, body)
+		})
+		c := &counts{attempts: map[string]int{}, chains: map[string]int{}}
+		acts.Metrics = c
+		res, err := deliver(t, s, acts, 1)
+		if err != nil || res.StatusCode != http.StatusOK || res.Skipped {
+			t.Fatalf("200 with body %s: result %+v, %v; want delivered", body, res, err)
+		}
+		if len(*got) != 1 || c.attempts[furrow.OutcomeDelivered] != 1 || c.chains[furrow.OutcomeDelivered] != 1 || len(c.chains) != 1 {
+			t.Fatalf("200 with body %s: sent %d, attempts counted %v, chains %v; want one sent, delivered", body, len(*got), c.attempts, c.chains)
+		}
+		if as := s.attempts(); len(as) != 1 || as[0].StatusCode != http.StatusOK || as[0].ResponseBody != body || as[0].Error != "" {
+			t.Fatalf("200 with body %s: attempt rows %+v; want one 200 keeping the body, no error", body, as)
+		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -66,6 +68,38 @@ func dumpWebhooks(t testing.TB, url string) string {
 	return strings.Join(lines, "\n")
 }
 
+// pgDumpWebhooks returns pg_dump's dump of the webhooks table's rows at
+// url, made with Debian's pg_dump of the server's major version (an older
+// one refuses a newer server) or else the one on PATH. It fails t, saying
+// why, when pg_dump is missing or fails.
+func pgDumpWebhooks(t testing.TB, url string) []byte {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var major int
+	err = conn.QueryRow(context.Background(), "SELECT current_setting('server_version_num')::int / 10000").Scan(&major)
+	conn.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := fmt.Sprintf("/usr/lib/postgresql/%d/bin/pg_dump", major)
+	if _, err := os.Stat(bin); err != nil {
+		if bin, err = exec.LookPath("pg_dump"); err != nil {
+			t.Fatalf("no pg_dump for PostgreSQL %d: install the Debian package postgresql-client-%d (.ci/setup does)", major, major)
+		}
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "--data-only", "--table=webhooks", url)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s of webhooks of PostgreSQL %d: %v\n%s", bin, major, err, stderr.String())
+	}
+	return out
+}
+
 func sealableWebhook(t testing.TB, db *store.DB, farm uuid.UUID) furrow.Webhook {
 	t.Helper()
 	w, err := db.CreateWebhook(context.Background(), furrow.Webhook{
@@ -90,12 +124,12 @@ func TestSecretSealedAtRest(t *testing.T) {
 	if !strings.Contains(dump, `"secret_key_id":"k1"`) {
 		t.Fatalf("the row does not name the key that sealed it:\n%s", dump)
 	}
-	if out, err := exec.Command("pg_dump", "--data-only", "--table=webhooks", url).Output(); err == nil {
-		if bytes.Contains(out, []byte(w.Secret)) {
-			t.Fatal("pg_dump of webhooks holds the secret in clear")
-		}
-	} else {
-		t.Logf("pg_dump not usable here (%v); the row check above stands", err)
+	out := pgDumpWebhooks(t, url)
+	if !bytes.Contains(out, []byte(w.ID.String())) {
+		t.Fatalf("pg_dump of webhooks lacks the webhook's row:\n%s", out)
+	}
+	if bytes.Contains(out, []byte(w.Secret)) || bytes.Contains(out, []byte(strings.TrimPrefix(w.Secret, furrow.WebhookSecretPrefix))) {
+		t.Fatal("pg_dump of webhooks holds the secret in clear")
 	}
 
 	reads := map[string]func() (furrow.Webhook, error){

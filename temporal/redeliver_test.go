@@ -55,8 +55,16 @@ func redeliveryInput(ctx context.Context, t *testing.T, c client.Client, w furro
 }
 
 // wantOneRedelivery fails t unless exactly one redelivery workflow to w was
-// started. Visibility lags a start a little, so it waits for the first.
+// started.
 func wantOneRedelivery(ctx context.Context, t *testing.T, c client.Client, w furrow.Webhook) {
+	t.Helper()
+	wantRedeliveries(ctx, t, c, w, 1)
+}
+
+// wantRedeliveries fails t unless exactly want redelivery workflows to w
+// were started. Visibility lags a start a little, so it waits for the
+// want-th.
+func wantRedeliveries(ctx context.Context, t *testing.T, c client.Client, w furrow.Webhook, want int64) {
 	t.Helper()
 	query := workflows.SearchWebhookID.GetName() + " = '" + w.ID.String() + "'"
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -64,16 +72,16 @@ func wantOneRedelivery(ctx context.Context, t *testing.T, c client.Client, w fur
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := r.GetCount(); n > 1 {
-			t.Fatalf("%d redelivery workflows to the webhook, want 1", n)
-		} else if n == 1 {
-			time.Sleep(time.Second) // time for a second one to show, had it started
-			if r, err = c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query}); err != nil || r.GetCount() != 1 {
-				t.Fatalf("%d redelivery workflows to the webhook (%v), want 1", r.GetCount(), err)
+		if n := r.GetCount(); n > want {
+			t.Fatalf("%d redelivery workflows to the webhook, want %d", n, want)
+		} else if n == want {
+			time.Sleep(time.Second) // time for one more to show, had it started
+			if r, err = c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query}); err != nil || r.GetCount() != want {
+				t.Fatalf("%d redelivery workflows to the webhook (%v), want %d", r.GetCount(), err, want)
 			}
 			return
 		} else if time.Now().After(deadline) {
-			t.Fatal("no redelivery workflow to the webhook is visible")
+			t.Fatalf("%d redelivery workflows to the webhook are visible, want %d", n, want)
 		}
 	}
 }
@@ -97,6 +105,12 @@ func TestRedeliverOnceSameKeySameEvent(t *testing.T) {
 		if err := ctl.RedeliverSince(ctx, w, set, "recover-2"); err != nil {
 			t.Fatalf("since request #%d: %v, want nil", i+1, err)
 		}
+	}
+	// The since request sent twice under its key adds one redelivery to
+	// the first key's, the since's.
+	wantRedeliveries(ctx, t, c, w, 2)
+	if in := redeliveryInput(ctx, t, c, w, "recover-2"); in.Since == nil || in.Since.SinceMs != set.SinceMs {
+		t.Fatalf("the redelivery under recover-2 has input %+v, want since_ms %d", in, set.SinceMs)
 	}
 }
 
@@ -164,6 +178,7 @@ func TestRedeliverUnderAKeyOfAnOldRedelivery(t *testing.T) {
 	if err := temporal.NewControl(c, nil).RedeliverOnce(ctx, w, []furrow.Event{newEvent(w)}, "old"); err != nil {
 		t.Fatalf("under the key of a redelivery without a memo: %v, want nil", err)
 	}
+	wantOneRedelivery(ctx, t, c, w)
 }
 
 // wantConflict fails t unless err is ECONFLICT: the key reused with

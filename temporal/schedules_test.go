@@ -7,6 +7,11 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testenv/testtemporal"
 
 	"github.com/furrowhq/furrow/temporal"
@@ -42,5 +47,45 @@ func TestEnsureSchedulesReportsOnlyChanges(t *testing.T) {
 	}
 	if changes, err := temporal.EnsureSchedules(ctx, tc, other); err != nil || len(changes) != 0 {
 		t.Fatalf("EnsureSchedules again = %+v, %v; want none", changes, err)
+	}
+}
+
+// SPEC: the delivery log keeps every attempt for 30 days. The retention
+// schedule runs Retention with Keep, furrow.AttemptRetention (the one
+// definition), which must be those 30 days.
+func TestRetentionScheduleKeepsAttempts30Days(t *testing.T) {
+	srv := testtemporal.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tc, err := temporal.Dial(ctx, temporal.Options{Address: srv.FrontendAddr(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	if _, err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{SweepEvery: time.Minute, OfflineAfter: 2 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := tc.ScheduleClient().GetHandle(ctx, workflows.RetentionScheduleID).Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if !ok || a.Workflow != workflows.RetentionWorkflowName || len(a.Args) != 1 {
+		t.Fatalf("the retention schedule's action %+v, want %s with one input", d.Schedule.Action, workflows.RetentionWorkflowName)
+	}
+	p, ok := a.Args[0].(*commonpb.Payload)
+	if !ok {
+		t.Fatalf("the retention schedule's input is a %T, want a payload", a.Args[0])
+	}
+	var in workflows.RetentionInput
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &in); err != nil {
+		t.Fatal(err)
+	}
+	keep := time.Duration(in.Keep)
+	if keep != furrow.AttemptRetention {
+		t.Errorf("the retention schedule keeps attempts %v, not furrow.AttemptRetention (%v)", keep, furrow.AttemptRetention)
+	}
+	if keep != 30*24*time.Hour {
+		t.Errorf("the retention schedule keeps attempts %v, want SPEC's 30 days", keep)
 	}
 }

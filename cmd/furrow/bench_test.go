@@ -44,7 +44,7 @@ func TestWarnRateCapSaysWhatItCompares(t *testing.T) {
 // delivery tool says so before anything starts.
 func TestBenchDeliveryWithoutURLNeedsADevBuild(t *testing.T) {
 	if buildKind != "production" {
-		t.Skip("a dev build starts furrow dev; build with -tags nodev,bench to run this")
+		t.Skip("SKIPPED in a dev build, which starts furrow dev: `make test` runs it again under -tags nodev,bench")
 	}
 	err := runBench(t.Context(), func() (Config, error) { return Config{}, nil }, []string{"delivery", "--duration", "1s"}, io.Discard, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "give --url") {

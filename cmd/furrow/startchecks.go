@@ -85,7 +85,7 @@ func warnPoolBudget(ctx context.Context, db *store.DB, log *slog.Logger) {
 // its own: the tables would then keep every dead row version until a day's
 // partition is dropped, and new partitions would never be analyzed, with
 // no other sign than the disk they take and slower queries.
-func warnAutovacuum(ctx context.Context, db *store.DB, log *slog.Logger) {
+func warnAutovacuum(ctx context.Context, db autovacuumSetting, log *slog.Logger) {
 	on, err := db.Autovacuum(ctx)
 	if err != nil {
 		log.Debug("autovacuum not checked", "err", err)
@@ -94,4 +94,11 @@ func warnAutovacuum(ctx context.Context, db *store.DB, log *slog.Logger) {
 	if !on {
 		log.Warn("PostgreSQL's autovacuum is off: dead row versions stay in the tables and their indexes, and new partitions are never analyzed; set autovacuum = on and track_counts = on")
 	}
+}
+
+// autovacuumSetting answers whether PostgreSQL vacuums on its own, as
+// *store.DB does. A test gives either answer through it: the setting is
+// server-wide, so a server whose autovacuum is off can never say "on".
+type autovacuumSetting interface {
+	Autovacuum(ctx context.Context) (bool, error)
 }

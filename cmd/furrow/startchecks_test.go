@@ -48,17 +48,22 @@ func checkWarning(t *testing.T, name, log string, warn bool, marker string, word
 	}
 }
 
+// withParam returns the database URL u with the query parameter param
+// added.
+func withParam(u, param string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + param
+	}
+	return u + "?" + param
+}
+
 func TestStartWarnsWhenThePoolCannotBeFilled(t *testing.T) {
 	u := testenv.NewDatabase(t, schema)
 	for _, c := range []struct {
 		param string
 		warn  bool
 	}{{"pool_max_conns=5000", true}, {"pool_max_conns=8", false}} {
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
-		}
-		checkWarning(t, c.param, startLog(t, u+sep+c.param, warnPoolBudget), c.warn,
+		checkWarning(t, c.param, startLog(t, withParam(u, c.param), warnPoolBudget), c.warn,
 			"level=WARN", "max_connections=", "pool=5000")
 	}
 }
@@ -75,22 +80,53 @@ func TestStartWarnsWhenTheDatabaseLacksMigrations(t *testing.T) {
 	}
 }
 
+// autovacuumWarning is what warnAutovacuum's warning holds.
+var autovacuumWarning = []string{"level=WARN msg=\"PostgreSQL's autovacuum is off", "autovacuum = on", "track_counts = on"}
+
+// fixedAutovacuum answers warnAutovacuum's question with on, or fails with
+// err.
+type fixedAutovacuum struct {
+	on  bool
+	err error
+}
+
+func (f fixedAutovacuum) Autovacuum(context.Context) (bool, error) { return f.on, f.err }
+
 func TestStartWarnsWhenAutovacuumIsOff(t *testing.T) {
 	u := testenv.NewDatabase(t, schema)
-	// Autovacuum is a server-wide setting: the test checks the warning
-	// against the server's own answer, whichever it is.
-	conn, err := pgx.Connect(context.Background(), u)
+	check := func(ctx context.Context, db *store.DB, log *slog.Logger) { warnAutovacuum(ctx, db, log) }
+	// autovacuum is server-wide, but track_counts, without which it does
+	// nothing, is a superuser's to set for one session: a session with it
+	// off asks the server the real question and hears "off" on any server.
+	off := withParam(u, "options=-c%20track_counts%3Doff")
+	checkWarning(t, "a session with track_counts=off", startLog(t, off, check), true, autovacuumWarning[0], autovacuumWarning[1:]...)
+	// The server's own answer, with track_counts on for the session: the
+	// warning follows its autovacuum setting.
+	on := withParam(u, "options=-c%20track_counts%3Don")
+	conn, err := pgx.Connect(context.Background(), on)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	var setting, counts string
-	if err := conn.QueryRow(context.Background(), "SELECT current_setting('autovacuum'), current_setting('track_counts')").Scan(&setting, &counts); err != nil {
+	var setting string
+	if err := conn.QueryRow(context.Background(), "SELECT current_setting('autovacuum')").Scan(&setting); err != nil {
 		t.Fatal(err)
 	}
-	off := setting != "on" || counts != "on"
-	checkWarning(t, "autovacuum="+setting+" track_counts="+counts, startLog(t, u, warnAutovacuum), off,
-		"level=WARN msg=\"PostgreSQL's autovacuum is off", "autovacuum = on", "track_counts = on")
+	checkWarning(t, "the server's autovacuum="+setting, startLog(t, on, check), setting != "on", autovacuumWarning[0], autovacuumWarning[1:]...)
+	// Both answers, whatever the server's setting, and none in time.
+	for _, c := range []struct {
+		name   string
+		answer fixedAutovacuum
+		warn   bool
+	}{
+		{"answered on", fixedAutovacuum{on: true}, false},
+		{"answered off", fixedAutovacuum{on: false}, true},
+		{"unanswered", fixedAutovacuum{err: context.DeadlineExceeded}, false},
+	} {
+		out := &testenv.Buffer{}
+		warnAutovacuum(context.Background(), c.answer, slog.New(slog.NewTextHandler(out, nil)))
+		checkWarning(t, c.name, out.String(), c.warn, autovacuumWarning[0], autovacuumWarning[1:]...)
+	}
 }
 
 // keyRingCheck opens a store on the database at u with ring, the text of

@@ -36,9 +36,7 @@ type clusterRun struct {
 // files name is killed when the test ends.
 func newClusterRun(t *testing.T, furrow string, env ...string) *clusterRun {
 	t.Helper()
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
-	}
+	requireTool(t, "bash", "bash")
 	dir := t.TempDir()
 	for _, sub := range []string{"logs", "bin"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
@@ -336,15 +334,13 @@ func TestClusterScriptBudgetCountsTheStoresFloor(t *testing.T) {
 // with the process (curl and redis-cli, without a time limit, waited for the
 // answer forever).
 func TestClusterScriptReadinessProbesGiveUpOnASilentPort(t *testing.T) {
-	for _, p := range []struct{ name, portVar, tool string }{
-		{"serve-1", "serve_1_PORT", "curl"},
-		{"redis", "REDIS_PORT", "redis-cli"},
+	for _, p := range []struct{ name, portVar, tool, pkg string }{
+		{"serve-1", "serve_1_PORT", "curl", "curl"},
+		{"redis", "REDIS_PORT", "redis-cli", "redis-tools"},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := exec.LookPath(p.tool); err != nil {
-				t.Skipf("no %s", p.tool)
-			}
+			requireTool(t, p.tool, p.pkg)
 			ln, err := net.Listen("tcp", "127.0.0.1:0") // the kernel accepts; nobody answers
 			if err != nil {
 				t.Fatal(err)

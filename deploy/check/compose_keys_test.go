@@ -49,9 +49,7 @@ func TestComposeSecretKeys(t *testing.T) {
 			t.Errorf("service %s starts before the key ring exists (%+v)", name, d)
 		}
 	}
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh to run the secret-keys script")
-	}
+	requireTool(t, "sh", "dash")
 	tmp := t.TempDir()
 	// The script as the container runs it, in a temporary directory and
 	// without the change of owner, which needs root.

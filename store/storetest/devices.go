@@ -1,10 +1,12 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -20,10 +22,13 @@ func (e *env) device(name string) (furrow.Device, string) {
 	return d, key
 }
 
-// DeviceService checks the furrow.DeviceService contract except
-// MarkOffline, which package store's own tests check.
+// DeviceService checks the furrow.DeviceService contract. Package
+// store's own tests check what only the database shows of MarkOffline
+// (its index, its exactness within a minute).
 func DeviceService(t *testing.T, newSubject New) {
 	run(t, newSubject, map[string]func(*env){
+		"MarkOfflineOncePerSilence":   markOfflineOncePerSilence,
+		"MarkOfflineLimitOldestFirst": markOfflineLimitOldestFirst,
 		"CreateThenFind": func(e *env) {
 			d, key := e.device("probe-1")
 			if d.ID == uuid.Nil || d.Name != "probe-1" || d.LastSeenMs != nil || d.OfflineSinceMs != nil {
@@ -155,4 +160,163 @@ func deviceNames(ds []furrow.Device) []string {
 		names = append(names, d.Name)
 	}
 	return names
+}
+
+// offlineAfter is the silence the MarkOffline cases mark devices after.
+const offlineAfter = time.Hour
+
+// advanceTo moves the clock on to the epoch ms at.
+func (e *env) advanceTo(at int64) {
+	e.t.Helper()
+	d := time.Duration(at-furrow.Millis(e.clock.Now())) * time.Millisecond
+	if d < 0 {
+		e.t.Fatalf("the clock is past %d already", at)
+	}
+	e.clock.Advance(d)
+}
+
+// markOffline runs a sweep and returns the ids of the devices of its
+// events, in order, failing unless each event is a device.offline of now
+// with the data of docs/architecture.md ({device_id, last_seen_ms,
+// offline_after_ms}) as stored, on its device's farm and readable as
+// stored.
+func (e *env) markOffline(limit int, lastSeen map[uuid.UUID]int64) []uuid.UUID {
+	e.t.Helper()
+	es, err := e.Devices.MarkOffline(e.ctx, offlineAfter, limit)
+	e.must(err)
+	now := furrow.Millis(e.clock.Now())
+	var ids []uuid.UUID
+	for _, ev := range es {
+		var data furrow.DeviceOfflineData
+		e.must(json.Unmarshal(ev.Data, &data))
+		ids = append(ids, data.DeviceID)
+		d, err := e.Devices.DeviceByID(e.ctx, data.DeviceID)
+		e.must(err)
+		id, err := furrow.ParseEventID(ev.ID)
+		e.must(err)
+		if at, ok := furrow.EventUUIDTime(id); ev.Type != furrow.EventDeviceOffline || ev.FarmID != d.FarmID || ev.OccurredAtMs != now || !ok || at != now {
+			e.t.Fatalf("MarkOffline event %+v (id time %d), want a %s of farm %s at %d", ev, at, furrow.EventDeviceOffline, d.FarmID, now)
+		}
+		if want := (furrow.DeviceOfflineData{DeviceID: d.ID, LastSeenMs: lastSeen[d.ID], OfflineAfterMs: offlineAfter.Milliseconds()}); data != want {
+			e.t.Fatalf("device.offline data %s, want %+v", ev.Data, want)
+		}
+		if d.OfflineSinceMs == nil || *d.OfflineSinceMs != now {
+			e.t.Fatalf("device %s marked, but its OfflineSinceMs is %v, want %d", d.ID, d.OfflineSinceMs, now)
+		}
+		stored, err := e.Events.Event(e.ctx, ev.ID)
+		e.must(err)
+		if stored.Type != ev.Type || stored.FarmID != ev.FarmID || stored.OccurredAtMs != now || !sameJSON(stored.Data, ev.Data) {
+			e.t.Fatalf("stored %+v, want the event returned %+v", stored, ev)
+		}
+	}
+	return ids
+}
+
+// wantOnline fails unless the devices are not marked offline.
+func (e *env) wantOnline(what string, ds ...furrow.Device) {
+	e.t.Helper()
+	for _, d := range ds {
+		got, err := e.Devices.DeviceByID(e.ctx, d.ID)
+		e.must(err)
+		if got.OfflineSinceMs != nil {
+			e.t.Fatalf("%s: device %s is marked offline since %d", what, d.Name, *got.OfflineSinceMs)
+		}
+	}
+}
+
+// A device is marked once its last reading is more than offlineAfter old,
+// not at exactly offlineAfter; a device that never reported is not marked;
+// a marked device is not marked again until a reading clears the mark,
+// and its next silence is marked anew. The event waits for the webhook
+// that subscribes to it.
+func markOfflineOncePerSilence(e *env) {
+	f, _ := e.farm()
+	newDevice := func(name string) (furrow.Device, string) {
+		d, key, err := e.Devices.CreateDevice(e.ctx, f.ID, name)
+		e.must(err)
+		return d, key
+	}
+	early, earlyKey := newDevice("early")
+	late, lateKey := newDevice("late")
+	never, _ := newDevice("never")
+	e.webhook(f.ID, furrow.EventDeviceOffline)
+	lastSeen := map[uuid.UUID]int64{}
+	r, _ := e.reading(early, earlyKey, 220, "1")
+	lastSeen[early.ID] = r.Timestamp
+	e.clock.Advance(30 * time.Minute)
+	r, _ = e.reading(late, lateKey, 220, "2")
+	lastSeen[late.ID] = r.Timestamp
+
+	e.advanceTo(lastSeen[early.ID] + offlineAfter.Milliseconds())
+	if got := e.markOffline(10, lastSeen); len(got) != 0 {
+		e.t.Fatalf("silent exactly offlineAfter: marked %v, want none", got)
+	}
+	e.clock.Advance(time.Millisecond)
+	if got := e.markOffline(10, lastSeen); !slices.Equal(got, []uuid.UUID{early.ID}) {
+		e.t.Fatalf("1 ms past offlineAfter: marked %v, want the early device %s", got, early.ID)
+	}
+	e.wantOnline("after the first sweep", late, never)
+	if e.Outbox != nil {
+		claimed, err := e.Outbox.ClaimEvents(e.ctx, furrow.Claim{Owner: uuid.New(), Limit: 10, Lease: time.Minute})
+		e.must(err)
+		if len(claimed) != 1 || claimed[0].Type != furrow.EventDeviceOffline {
+			e.t.Fatalf("the outbox hands out %+v, want the device.offline for the subscribing webhook", claimed)
+		}
+	}
+	e.clock.Advance(time.Hour)
+	if got := e.markOffline(10, lastSeen); !slices.Equal(got, []uuid.UUID{late.ID}) {
+		e.t.Fatalf("an hour later: marked %v, want only the late device %s (early is marked already)", got, late.ID)
+	}
+	e.clock.Advance(24 * time.Hour)
+	if got := e.markOffline(10, lastSeen); len(got) != 0 {
+		e.t.Fatalf("a day later: marked %v again, want none", got)
+	}
+	e.wantOnline("a device that never reported", never)
+
+	// The early device sends again: the mark goes, and comes back only
+	// after a new silence, with the new reading's time.
+	r, _ = e.reading(early, earlyKey, 220, "3")
+	lastSeen[early.ID] = r.Timestamp
+	e.wantOnline("after a reading", early)
+	if got, err := e.Devices.DeviceByID(e.ctx, early.ID); err != nil || got.LastSeenMs == nil || *got.LastSeenMs != r.Timestamp {
+		e.t.Fatalf("after a reading: %+v, %v; want last seen %d", got, err, r.Timestamp)
+	}
+	if got := e.markOffline(10, lastSeen); len(got) != 0 {
+		e.t.Fatalf("just after a reading: marked %v, want none", got)
+	}
+	e.advanceTo(r.Timestamp + offlineAfter.Milliseconds() + 1)
+	if got := e.markOffline(10, lastSeen); !slices.Equal(got, []uuid.UUID{early.ID}) {
+		e.t.Fatalf("the next silence: marked %v, want the early device %s", got, early.ID)
+	}
+}
+
+// A sweep marks at most limit devices, those silent longest first, and
+// the next sweep the rest; a limit of 0 marks none.
+func markOfflineLimitOldestFirst(e *env) {
+	lastSeen := map[uuid.UUID]int64{}
+	var order []uuid.UUID // silent longest first
+	for i := range 5 {
+		d, key := e.device(fmt.Sprintf("probe-%d", i))
+		r, _ := e.reading(d, key, 220, "1")
+		lastSeen[d.ID] = r.Timestamp
+		order = append(order, d.ID)
+		e.clock.Advance(2 * time.Minute) // the store orders by the minute
+	}
+	e.clock.Advance(offlineAfter)
+	if got := e.markOffline(0, lastSeen); len(got) != 0 {
+		e.t.Fatalf("limit 0: marked %v, want none", got)
+	}
+	first := e.markOffline(3, lastSeen)
+	slices.SortFunc(first, func(a, b uuid.UUID) int { return int(lastSeen[a] - lastSeen[b]) })
+	if !slices.Equal(first, order[:3]) {
+		e.t.Fatalf("limit 3: marked %v, want the 3 silent longest %v", first, order[:3])
+	}
+	rest := e.markOffline(3, lastSeen)
+	slices.SortFunc(rest, func(a, b uuid.UUID) int { return int(lastSeen[a] - lastSeen[b]) })
+	if !slices.Equal(rest, order[3:]) {
+		e.t.Fatalf("the next sweep: marked %v, want the other 2 %v", rest, order[3:])
+	}
+	if got := e.markOffline(3, lastSeen); len(got) != 0 {
+		e.t.Fatalf("a third sweep: marked %v, want none", got)
+	}
 }

@@ -34,10 +34,16 @@ func sameWebhook(a, b furrow.Webhook) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// WebhookService checks the furrow.WebhookService contract except
-// PruneAttempts, which belongs to the retention suite.
+// WebhookService checks the furrow.WebhookService contract. What
+// PruneAttempts does to test events is WebhookOwnerTools's.
 func WebhookService(t *testing.T, newSubject New) {
 	run(t, newSubject, map[string]func(*env){
+		"PruneAttemptsMidDay": func(e *env) {
+			e.pruneAttempts(e.clock.Now().Add(-furrow.AttemptRetention))
+		},
+		"PruneAttemptsAtMidnight": func(e *env) {
+			e.pruneAttempts(e.clock.Now().UTC().Truncate(24 * time.Hour).Add(-furrow.AttemptRetention))
+		},
 		"CreateThenRead": func(e *env) {
 			f, _ := e.farm()
 			w := e.webhook(f.ID, furrow.EventTriggerFired)
@@ -186,4 +192,54 @@ func WebhookService(t *testing.T, newSubject New) {
 			}
 		},
 	})
+}
+
+// pruneAttempts checks PruneAttempts(before) on attempts of two webhooks
+// around before. A store may drop whole days, so attempts up to a day
+// older than before may stay; what both must do is remove every attempt
+// more than a day older than before, keep every one at or after before,
+// and return how many it removed. Pruning again removes nothing.
+func (e *env) pruneAttempts(before time.Time) {
+	e.t.Helper()
+	f, _ := e.farm()
+	ws := []furrow.Webhook{e.webhook(f.ID), e.webhook(f.ID)}
+	cut := furrow.Millis(before)
+	const day, hour = int64(24 * time.Hour / time.Millisecond), int64(time.Hour / time.Millisecond)
+	at := map[uuid.UUID]int64{} // attempt's delivery id -> its time
+	for i, offset := range []int64{-40 * day, -day - 1, -day, -12 * hour, -1, 0, 1, hour, 2 * day} {
+		a := furrow.Attempt{DeliveryID: uuid.New(), WebhookID: ws[i%2].ID, EventID: furrow.NewEventID(), Attempt: 1, StatusCode: 200, AtMs: cut + offset}
+		e.must(e.Webhooks.AddAttempt(e.ctx, a))
+		at[a.DeliveryID] = a.AtMs
+	}
+	left := func() map[uuid.UUID]bool {
+		kept := map[uuid.UUID]bool{}
+		for _, w := range ws {
+			as, next, err := e.Webhooks.Attempts(e.ctx, furrow.AttemptFilter{WebhookID: w.ID, Limit: 100})
+			e.must(err)
+			if next != nil {
+				e.t.Fatalf("attempts of %s take more than a page", w.ID)
+			}
+			for _, a := range as {
+				kept[a.DeliveryID] = true
+			}
+		}
+		return kept
+	}
+	n, err := e.Webhooks.PruneAttempts(e.ctx, before)
+	e.must(err)
+	kept := left()
+	for id, ms := range at {
+		switch {
+		case ms < cut-day && kept[id]:
+			e.t.Errorf("PruneAttempts(%s) kept an attempt %d ms before it, more than a day", before, cut-ms)
+		case ms >= cut && !kept[id]:
+			e.t.Errorf("PruneAttempts(%s) removed an attempt %d ms after it", before, ms-cut)
+		}
+	}
+	if gone := int64(len(at) - len(kept)); n != gone {
+		e.t.Errorf("PruneAttempts(%s) = %d, but %d attempts went", before, n, gone)
+	}
+	if n, err := e.Webhooks.PruneAttempts(e.ctx, before); err != nil || n != 0 || len(left()) != len(kept) {
+		e.t.Errorf("PruneAttempts(%s) again = %d, %v, %d attempts left; want 0 and %d left", before, n, err, len(left()), len(kept))
+	}
 }
