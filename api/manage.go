@@ -56,15 +56,33 @@ func (s *server) authUser(tokenOf func(*http.Request) (string, error)) func(http
 		return s.middleware(func(r *http.Request) (context.Context, error) {
 			token, err := tokenOf(r)
 			if err != nil {
-				return nil, err
+				return nil, userTokenError(err)
 			}
 			u, err := s.Users.UserByToken(r.Context(), token)
 			if err != nil {
-				return nil, unauthorizedOr(err)
+				return nil, userTokenError(unauthorizedOr(err))
 			}
 			return context.WithValue(r.Context(), userKey, u), nil
 		}, next)
 	}
+}
+
+// The refusals of a user token: the device credential's, said of a token.
+var (
+	errUserTokenMissing = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is missing: send Authorization: Bearer <user token>.")
+	errUserTokenInvalid = furrow.Errorf(furrow.EUNAUTHORIZED, "The user token is invalid.")
+)
+
+// userTokenError says err, a refusal of a device credential, of a user
+// token; other errors are returned as they are.
+func userTokenError(err error) error {
+	switch err {
+	case errCredentialMissing:
+		return errUserTokenMissing
+	case errCredentialInvalid:
+		return errUserTokenInvalid
+	}
+	return err
 }
 
 // farmMember resolves {farm} and the caller's role on it. Non-members and
