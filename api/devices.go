@@ -40,6 +40,7 @@ func (s *server) rotateKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.keys.forgetDevice(deviceID)
 	writeJSON(w, http.StatusCreated, map[string]string{"api_key": key})
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/furrowhq/furrow"
 )
 
@@ -23,12 +25,14 @@ const keyRecheckEvery = time.Second
 // gets 401 at once and is forgotten. A 429 is the exception: a device
 // looping over its limit would cost a lookup per request, so its key is
 // checked at most once per keyRecheckEvery, and a revoked key gets 401
-// within that. Entries are keyed by the key's SHA-256, which the caller has
-// computed anyway for the rate-limit key.
+// within that on other instances; the instance that issues a device's new
+// key forgets the old one at once. Entries are keyed by the key's SHA-256,
+// which the caller has computed anyway for the rate-limit key.
 type keyCache struct {
-	mu      sync.Mutex
-	entries map[furrow.SecretHash]keyEntry
-	max     int
+	mu       sync.Mutex
+	entries  map[furrow.SecretHash]keyEntry
+	byDevice map[uuid.UUID]furrow.SecretHash
+	max      int
 }
 
 // keyEntry is a cached key's device and when the store last confirmed the
@@ -39,7 +43,7 @@ type keyEntry struct {
 }
 
 func newKeyCache(max int) *keyCache {
-	return &keyCache{entries: make(map[furrow.SecretHash]keyEntry), max: max}
+	return &keyCache{entries: make(map[furrow.SecretHash]keyEntry), byDevice: make(map[uuid.UUID]furrow.SecretHash), max: max}
 }
 
 func (c *keyCache) get(h furrow.SecretHash) (furrow.Device, bool) {
@@ -57,11 +61,15 @@ func (c *keyCache) put(h furrow.SecretHash, d furrow.Device, now time.Time) {
 	defer c.mu.Unlock()
 	if _, ok := c.entries[h]; !ok && len(c.entries) >= c.max {
 		for old := range c.entries {
-			delete(c.entries, old)
+			c.remove(old)
 			break
 		}
 	}
+	if prev, ok := c.byDevice[d.ID]; ok && prev != h {
+		delete(c.entries, prev) // the device's former key
+	}
 	c.entries[h] = keyEntry{device: d, confirmed: now}
+	c.byDevice[d.ID] = h
 }
 
 // recheckDue reports whether key was last confirmed keyRecheckEvery or
@@ -85,5 +93,23 @@ func (c *keyCache) recheckDue(h furrow.SecretHash, now time.Time) bool {
 func (c *keyCache) forget(h furrow.SecretHash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.remove(h)
+}
+
+// forgetDevice forgets the cached key of the device id, once a new key
+// revoked it.
+func (c *keyCache) forgetDevice(id uuid.UUID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.byDevice[id]; ok {
+		c.remove(h)
+	}
+}
+
+// remove drops the entry of h; c.mu is held.
+func (c *keyCache) remove(h furrow.SecretHash) {
+	if e, ok := c.entries[h]; ok && c.byDevice[e.device.ID] == h {
+		delete(c.byDevice, e.device.ID)
+	}
 	delete(c.entries, h)
 }

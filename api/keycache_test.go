@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/telemetry"
@@ -92,7 +94,7 @@ func TestKeyCacheBounded(t *testing.T) {
 	c := newKeyCache(2)
 	sum := furrow.HashSecret
 	for _, k := range []string{"a", "b", "c"} {
-		c.put(sum(k), furrow.Device{Name: k}, time.Time{})
+		c.put(sum(k), furrow.Device{ID: uuid.New(), Name: k}, time.Time{})
 	}
 	if len(c.entries) != 2 {
 		t.Fatalf("cache holds %d entries, want 2", len(c.entries))
@@ -103,6 +105,22 @@ func TestKeyCacheBounded(t *testing.T) {
 	c.forget(sum("c"))
 	if _, ok := c.get(sum("c")); ok {
 		t.Fatalf("forget kept the entry")
+	}
+}
+
+// A device's new key replaces its old one in the cache, and forgetDevice
+// forgets it.
+func TestKeyCacheOneKeyPerDevice(t *testing.T) {
+	c := newKeyCache(10)
+	d := furrow.Device{ID: uuid.New()}
+	c.put(furrow.HashSecret("old"), d, time.Time{})
+	c.put(furrow.HashSecret("new"), d, time.Time{})
+	if _, ok := c.get(furrow.HashSecret("old")); ok || len(c.entries) != 1 {
+		t.Fatalf("the old key cached beside the new (%d entries)", len(c.entries))
+	}
+	c.forgetDevice(d.ID)
+	if _, ok := c.get(furrow.HashSecret("new")); ok || len(c.byDevice) != 0 {
+		t.Fatalf("forgetDevice kept the key (%d devices)", len(c.byDevice))
 	}
 }
 
@@ -143,6 +161,27 @@ func TestRateLimitedCachedKeyRechecksBounded(t *testing.T) {
 			t.Fatalf("a revoked key still gets 429 %s after its revocation", h.clock.Now().Sub(revoked))
 		}
 		h.clock.Advance(every)
+	}
+}
+
+// A device over its limit whose key is rotated through this instance gets
+// 401 for the old key at once, not a 429 until its next recheck.
+func TestRotatedKeyOverTheLimitIsRefusedAtOnce(t *testing.T) {
+	h := newHarness(t)
+	body := readingBody(h.device.ID.String(), "1", `"1"`)
+	for range furrow.RateLimit {
+		h.post(h.deviceKey, body)
+	}
+	if r := h.post(h.deviceKey, body); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("past the limit: %d, want 429", r.Status)
+	}
+	if r := h.user(h.manager, "POST", h.farmPath("/devices/"+h.device.ID.String()+"/keys"), ""); r.Status != http.StatusCreated {
+		t.Fatalf("rotate: %d %s", r.Status, r.Body)
+	}
+	r := h.post(h.deviceKey, body)
+	expectError(t, r, http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
+	if ra := r.Header.Get("Retry-After"); ra != "" {
+		t.Fatalf("401 carries retry-after %q", ra)
 	}
 }
 
