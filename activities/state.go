@@ -10,12 +10,14 @@ import (
 )
 
 // LoadWebhookStateResult is the webhook's enabled flag, failure counter and
-// transition number. Gone is true when the webhook no longer exists.
+// transition number, and when it was last re-enabled if that was its last
+// transition (0 otherwise). Gone is true when the webhook no longer exists.
 type LoadWebhookStateResult struct {
-	Enabled  bool
-	Failures int
-	Seq      int64 `json:",omitempty"`
-	Gone     bool
+	Enabled       bool
+	Failures      int
+	Seq           int64 `json:",omitempty"`
+	ReenabledAtMs int64 `json:",omitempty"`
+	Gone          bool
 }
 
 // LoadWebhookState reads the webhook's enabled flag and failure counter. A
@@ -27,7 +29,11 @@ func (a *Activities) LoadWebhookState(ctx context.Context, id uuid.UUID) (LoadWe
 	} else if err != nil {
 		return LoadWebhookStateResult{}, fmt.Errorf("load webhook %s: %w", id, err)
 	}
-	return LoadWebhookStateResult{Enabled: w.Enabled, Failures: w.ConsecutiveFailures, Seq: w.StateSeq}, nil
+	res := LoadWebhookStateResult{Enabled: w.Enabled, Failures: w.ConsecutiveFailures, Seq: w.StateSeq}
+	if w.Enabled && (w.StateCause == furrow.EnabledByAPI || w.StateCause == furrow.EnabledBySignal) {
+		res.ReenabledAtMs = w.StateChangedAtMs
+	}
+	return res, nil
 }
 
 // SetWebhookStateInput is the enabled flag and failure counter to write.

@@ -386,6 +386,10 @@ func (s WebhookState) details() string {
 	return b.String()
 }
 
+// initialState is the state in carries, or, on a first start, the stored
+// one, with when the webhook was re-enabled if that was its last change: a
+// run started again (after an operator ended the last) still does not
+// count a failure that ended before it.
 func initialState(ctx workflow.Context, in WebhookInput) (WebhookState, error) {
 	if in.State != nil {
 		return *in.State, nil
@@ -393,5 +397,6 @@ func initialState(ctx workflow.Context, in WebhookInput) (WebhookState, error) {
 	var a *activities.Activities
 	var got activities.LoadWebhookStateResult
 	err := workflow.ExecuteActivity(ctx, a.LoadWebhookState, in.WebhookID).Get(ctx, &got)
-	return WebhookState{WebhookID: in.WebhookID, Enabled: got.Enabled, Failures: got.Failures, Seq: got.Seq, Gone: got.Gone}, err
+	return WebhookState{WebhookID: in.WebhookID, Enabled: got.Enabled, Failures: got.Failures, Seq: got.Seq,
+		ReenabledAtMs: got.ReenabledAtMs, Gone: got.Gone}, err
 }

@@ -411,3 +411,34 @@ func TestWebhookReenableAtZeroIsRemembered(t *testing.T) {
 		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1 (the failure before the re-enable not counted)", w.Enabled, w.ConsecutiveFailures)
 	}
 }
+
+// A run started afresh (an operator ended the last) reads when the webhook
+// was re-enabled from the store: a failure that ended before does not
+// count, one that ended after does.
+func TestWebhookFreshStartKnowsTheLastReenable(t *testing.T) {
+	f := newFixture("https://example.com", 0)
+	start := newEnv().Now()
+	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	ctx := context.Background()
+	for seq, enabled := range []bool{false, true} {
+		tr := furrow.WebhookTransition{WebhookID: f.webhook.ID, Seq: int64(seq + 1), AtMs: at(seq + 1), Enabled: enabled}
+		if enabled {
+			tr.By = furrow.EnabledByAPI
+		} else {
+			tr.Failures = furrow.MaxFailedChains
+		}
+		if _, written, _, err := f.store.TransitionWebhook(ctx, tr, 0); err != nil || !written {
+			t.Fatalf("transition %+v: written %v, %v", tr, written, err)
+		}
+	}
+	fail := func(chain string, endedAt int64) furrow.ChainReport {
+		return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
+	}
+	runChainReports(t, f, []chainReport{
+		{3, fail("before", at(1))}, // ended before the re-enable at minute 2
+		{4, fail("after", at(3))},
+	})
+	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 1 {
+		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1 (the failure before the re-enable not counted)", w.Enabled, w.ConsecutiveFailures)
+	}
+}
