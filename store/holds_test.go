@@ -154,3 +154,28 @@ func TestDispatchedLateEventHoldsItsDayForTheChain(t *testing.T) {
 		t.Fatalf("%d holds left once their day went, want none", n)
 	}
 }
+
+// A partition kept for its undispatched events is found kept without
+// taking the table's lock: a long reader of events (a report, a dump) does
+// not leave it for the next run, and no write waits behind its check.
+func TestKeptPartitionTakesNoLock(t *testing.T) {
+	ctx := context.Background()
+	clock, db, url, fx := subscribedFarm(t)
+	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
+	if err != nil || !e.Pending {
+		t.Fatalf("CreateEvent = %+v, %v; want a pending event", e, err)
+	}
+	setClock(clock, time.Date(2031, 4, 10, 1, 0, 0, 0, time.UTC))
+	reader, err := connect(t, url).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	if _, err := reader.Exec(ctx, "SELECT count(*) FROM events"); err != nil {
+		t.Fatal(err)
+	}
+	wantFound(t, "retention beside a long reader", pruneThenFind(t, db, clock, e.ID), true)
+	if n := dayHoldRows(t, url); n != 1 {
+		t.Fatalf("%d day marks after the run, want 1: the partition was left for the next run, not found kept", n)
+	}
+}

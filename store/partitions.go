@@ -328,6 +328,15 @@ func (p *dayPartitions) drop(ctx context.Context, db *DB, pt partition) (n int64
 		if err := tx.QueryRow(ctx, count).Scan(&n); err != nil {
 			return err
 		}
+		if p.keep != nil {
+			// Asked first without a lock, so that a partition kept takes
+			// none: a lock waiting behind a long reader would make every
+			// write of the table wait behind it, and the walk of the
+			// partition's index happens while nothing waits.
+			if kept, err = p.keep(ctx, db, tx, pt); err != nil || kept != "" {
+				return err
+			}
+		}
 		if err := lockPartitions(ctx, tx); err != nil {
 			return err
 		}
