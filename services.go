@@ -308,7 +308,8 @@ type Retention interface {
 	// PruneIdempotencyKeys removes the idempotency keys of readings older
 	// than before, of every device, and returns how many went.
 	PruneIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
-	// HoldEventDays keeps events from PruneEvents for as long as delivery
-	// chains started for them now may run; call it before they start.
-	HoldEventDays(ctx context.Context, events []Event) error
+	// HoldEventDays keeps events from PruneEvents until until at least:
+	// as long as the delivery chains started for them may read them (see
+	// ChainSpan). Call it before they start.
+	HoldEventDays(ctx context.Context, events []Event, until time.Time) error
 }

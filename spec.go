@@ -81,3 +81,19 @@ const (
 	// webhook (max_per_second).
 	MaxPerSecondBound = 1000
 )
+
+// chainSlack is the part of ChainSpan that covers what else delays a
+// chain: a start or a timer waiting for a worker, the processes' clocks.
+const chainSlack = 24 * time.Hour
+
+// ChainSpan is how long a delivery chain started now, on schedule (empty:
+// DefaultSchedule), may still read its event: the schedule's delays, each
+// attempt's timeout and a day of slack. Retention keeps an event that long
+// after a chain for it starts or makes an attempt.
+func ChainSpan(schedule []time.Duration) time.Duration {
+	span := MaxAttempts*DeliveryTimeout + chainSlack
+	for _, d := range ScheduleOrDefault(schedule) {
+		span += d
+	}
+	return span
+}

@@ -35,3 +35,14 @@ func TestScheduleOrDefault(t *testing.T) {
 		t.Errorf("a set schedule read as %v", got)
 	}
 }
+
+// A chain's span is its schedule's delays, each attempt's timeout and a
+// day: about 45 hours with the default schedule.
+func TestChainSpan(t *testing.T) {
+	if got, want := ChainSpan(nil), 20*time.Hour+42*time.Minute+30*time.Second+8*DeliveryTimeout+24*time.Hour; got != want {
+		t.Errorf("ChainSpan(default) = %v, want %v", got, want)
+	}
+	if got, want := ChainSpan([]time.Duration{time.Hour, 72 * time.Hour}), 73*time.Hour+8*DeliveryTimeout+24*time.Hour; got != want {
+		t.Errorf("ChainSpan(1h, 72h) = %v, want %v", got, want)
+	}
+}

@@ -92,6 +92,7 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (DeliverResul
 	res.Failures = w.ConsecutiveFailures
 	wait, admitted := a.pace(ctx, in, w, row.DeliveryID)
 	if wait > 0 {
+		a.holdOld(ctx, in, e, wait) // the next read comes after the wait
 		res.Throttled, res.Wait, res.Rate = true, furrow.Duration(wait), *w.MaxPerSecond
 		return res, nil
 	}
@@ -128,7 +129,7 @@ func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook,
 	case !p.EventFound:
 		return p.Webhook, p.Event, nil, furrow.SkipEventDeleted, nil
 	}
-	a.holdOld(ctx, p.Event)
+	a.holdOld(ctx, in, p.Event, 0)
 	body, err := json.Marshal(p.Event)
 	return p.Webhook, p.Event, body, "", err
 }
@@ -138,14 +139,16 @@ func (a *Activities) load(ctx context.Context, in DeliverInput) (furrow.Webhook,
 // an event that old, and its day may pass retention before it ends.
 const holdAge = furrow.AttemptRetention / 2
 
-// holdOld holds e from retention for the rest of the chain when it is past
-// holdAge. The event is there now: a failed hold is logged and the attempt
-// goes on.
-func (a *Activities) holdOld(ctx context.Context, e furrow.Event) {
-	if a.Retention == nil || a.Clock.Now().Sub(time.UnixMilli(e.OccurredAtMs)) < holdAge {
+// holdOld holds e from retention for the rest of in's chain, after wait,
+// when it is past holdAge. The event is there now: a failed hold is logged
+// and the attempt goes on.
+func (a *Activities) holdOld(ctx context.Context, in DeliverInput, e furrow.Event, wait time.Duration) {
+	now := a.Clock.Now()
+	if a.Retention == nil || now.Sub(time.UnixMilli(e.OccurredAtMs)) < holdAge {
 		return
 	}
-	if err := a.Retention.HoldEventDays(ctx, []furrow.Event{e}); err != nil {
+	until := now.Add(wait + furrow.ChainSpan(furrow.TimeDurations(in.Schedule)))
+	if err := a.Retention.HoldEventDays(ctx, []furrow.Event{e}, until); err != nil {
 		a.logger().WarnContext(ctx, "could not hold an old event from retention", "event_id", e.ID, "error", err)
 	}
 }

@@ -42,7 +42,8 @@ type Redeliverer interface {
 // (each attempt reads its event again, and would find it gone).
 func (a *Activities) StartRedeliveries(ctx context.Context, in StartRedeliveriesInput) (StartRedeliveriesResult, error) {
 	if a.Retention != nil { // Without retention nothing is dropped.
-		if err := a.Retention.HoldEventDays(ctx, in.Events); err != nil {
+		until := a.Clock.Now().Add(furrow.ChainSpan(furrow.TimeDurations(in.Schedule)))
+		if err := a.Retention.HoldEventDays(ctx, in.Events, until); err != nil {
 			return StartRedeliveriesResult{}, fmt.Errorf("redelivery %s to webhook %s: hold events: %w", in.Batch, in.WebhookID, err)
 		}
 	}

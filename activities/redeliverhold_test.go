@@ -12,6 +12,7 @@ import (
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
+	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/internal/testenv"
 	pgstore "github.com/furrowhq/furrow/store"
@@ -120,10 +121,11 @@ func TestAttemptOfAnOldEventHoldsItsDay(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
+	schedule := []time.Duration{time.Minute, 3 * 24 * time.Hour} // longer than the default
 	deliver := func() {
 		t.Helper()
 		in := activities.DeliverInput{WebhookID: hook.ID, EventID: e.ID, FirstAttempt: 1,
-			Schedule: furrow.Durations([]time.Duration{time.Minute})}
+			Schedule: furrow.Durations(schedule)}
 		if _, err := env.ExecuteActivity(acts.Deliver, in); err != nil {
 			t.Fatalf("Deliver: %v", err)
 		}
@@ -147,5 +149,72 @@ func TestAttemptOfAnOldEventHoldsItsDay(t *testing.T) {
 	}
 	if _, err := db.Event(ctx, e.ID); err != nil {
 		t.Fatalf("the replayed event after the next retention run: %v; want it kept for its chain", err)
+	}
+	clock.Advance(furrow.ChainSpan(schedule) - 2*time.Hour) // past the default schedule's span
+	if _, err := db.PruneEvents(ctx, clock.Now().Add(-furrow.AttemptRetention)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Event(ctx, e.ID); err != nil {
+		t.Fatalf("the replayed event near the end of its schedule: %v; want it kept for its chain", err)
+	}
+}
+
+// A paced webhook's chain for an old event told to wait for its slot (a
+// redelivery queued behind many at a low max_per_second) holds the event's
+// day past the wait: the attempt after it still finds the event.
+func TestThrottledAttemptOfAnOldEventHoldsItsDayPastTheWait(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.NewDatabase(t, testenv.Migrator{Digest: pgstore.MigrationsDigest(), Migrate: pgstore.Migrate})
+	clock := testclock.New(time.Date(2031, 3, 10, 12, 0, 0, 0, time.UTC))
+	db, err := pgstore.Open(ctx, url, pgstore.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	user, _, err := db.CreateUser(ctx, uuid.NewString()+"@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	farm, err := db.CreateFarm(ctx, user.ID, "Paced events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: farm.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := 0.00001 // a slot every 100,000 s
+	hook, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: farm.ID, URL: "https://hooks.example.com/in",
+		Secret: furrow.NewWebhookSecret(), Enabled: true, MaxPerSecond: &rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Date(2031, 4, 9, 23, 0, 0, 0, time.UTC).Sub(clock.Now()))
+	pacer := ratelimit.NewLocalPacer(clock)
+	for range 2 { // the slots of two deliveries queued ahead
+		if _, err := pacer.Reserve(ctx, hook.ID, rate); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acts := &activities.Activities{Webhooks: db, Retention: db, Pacer: pacer, HTTP: &http.Client{Transport: answer200{}}, Clock: clock}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	in := activities.DeliverInput{WebhookID: hook.ID, EventID: e.ID, FirstAttempt: 1, Paced: true,
+		Schedule: furrow.Durations(furrow.DefaultSchedule())}
+	v, err := env.ExecuteActivity(acts.Deliver, in)
+	var res activities.DeliverResult
+	if err == nil {
+		err = v.Get(&res)
+	}
+	if err != nil || !res.Throttled || time.Duration(res.Wait) < furrow.ChainSpan(nil) {
+		t.Fatalf("Deliver = %+v, %v; want throttled for longer than a chain's span", res, err)
+	}
+	clock.Advance(time.Duration(res.Wait) - time.Hour)
+	if _, err := db.PruneEvents(ctx, clock.Now().Add(-furrow.AttemptRetention)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Event(ctx, e.ID); err != nil {
+		t.Fatalf("the event an hour before its slot: %v; want it kept for the attempt", err)
 	}
 }

@@ -148,32 +148,23 @@ func (db *DB) raiseOutboxFloor(ctx context.Context) (int64, error) {
 // A delivery chain reads its event again at each attempt and ends skipped,
 // unsent, when the event is gone, so retention keeps an event partition
 // past the cutoff while a chain started for one of its events may still
-// run: for chainSpan after the chain started. The table event_day_holds
-// (migration 0019) holds UTC days (by their start) until a time. Nothing on
-// the path of ingest or dispatch writes it: a redelivery holds the days of
-// the events it starts chains for (RedeliveryEvents, HoldEventDays), and
-// retention marks undispatched a day it keeps for undispatched events, so
-// that the first run that finds them dispatched, after their chains
-// started, holds it from then on. Expired holds are removed at each run.
-const (
-	// chainSlack is the part of chainSpan that covers what else delays a
-	// chain (a start or a timer waiting for a worker, a paced webhook's
-	// queue, the processes' clocks); a held day costs only its disk.
-	chainSlack = 24 * time.Hour
-	// dayMs is a UTC day in ms.
-	dayMs = int64(24 * time.Hour / time.Millisecond)
-)
+// run (furrow.ChainSpan). The table event_day_holds (migration 0019) holds
+// UTC days (by their start) until a time. Nothing on the path of ingest or
+// dispatch writes it: a redelivery holds the days of the events it starts
+// chains for (RedeliveryEvents, HoldEventDays), an attempt of an old event
+// holds its day for the rest of its chain, and retention marks
+// undispatched a day it keeps for undispatched events, so that the first
+// run that finds them dispatched, after their chains started, holds it
+// from then on. Expired holds are removed at each run.
 
-// chainSpan is how long a delivery chain started now may still read its
-// event: the delays of the retry schedule, each attempt's timeout and
-// chainSlack.
-var chainSpan = func() time.Duration {
-	span := furrow.MaxAttempts*furrow.DeliveryTimeout + chainSlack
-	for _, d := range furrow.DefaultSchedule() {
-		span += d
-	}
-	return span
-}()
+// dayMs is a UTC day in ms.
+const dayMs = int64(24 * time.Hour / time.Millisecond)
+
+// chainSpan is how long retention holds a day for chains whose schedule
+// the store does not know: a redelivery page's, until the chains' own
+// attempts hold it for theirs, and a day whose undispatched events were
+// all handed to Temporal.
+var chainSpan = furrow.ChainSpan(nil)
 
 // holdDaysSQL holds the days $1 (distinct) until $2 at least.
 const holdDaysSQL = `INSERT INTO event_day_holds (day_ms, until_ms) SELECT unnest($1::bigint[]), $2
@@ -197,9 +188,9 @@ const (
 	keptForChains    = "chains"
 )
 
-// holdDays holds the UTC days of the times stamps (ms) for chainSpan from
-// now.
-func (db *DB) holdDays(ctx context.Context, stamps []int64) error {
+// holdDays holds the UTC days of the times stamps (ms) until until, in q
+// (the pool, or the transaction that read the events).
+func holdDays(ctx context.Context, q execQuerier, stamps []int64, until time.Time) error {
 	days := make([]int64, 0, len(stamps))
 	for _, ms := range stamps {
 		days = append(days, utcDay(time.UnixMilli(ms)).UnixMilli())
@@ -209,7 +200,7 @@ func (db *DB) holdDays(ctx context.Context, stamps []int64) error {
 	if len(days) == 0 {
 		return nil
 	}
-	_, err := db.pool.Exec(ctx, holdDaysSQL, days, db.clock.Now().Add(chainSpan).UnixMilli())
+	_, err := q.Exec(ctx, holdDaysSQL, days, until.UnixMilli())
 	return err
 }
 

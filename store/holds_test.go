@@ -8,6 +8,7 @@ import (
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/internal/testclock"
 	"github.com/furrowhq/furrow/store"
+	"github.com/jackc/pgx/v5"
 )
 
 // setClock moves clock forward to at.
@@ -103,7 +104,7 @@ func TestRedeliveryPageHoldsItsEventsDays(t *testing.T) {
 }
 
 // A redelivery of named events (the activity of a redelivery by event id)
-// holds their days the same way.
+// holds their days until the time it asks.
 func TestHoldEventDaysHoldsTheirDays(t *testing.T) {
 	ctx := context.Background()
 	clock := futureClock()
@@ -115,16 +116,19 @@ func TestHoldEventDaysHoldsTheirDays(t *testing.T) {
 	}
 	setClock(clock, time.Date(2031, 4, 9, 23, 0, 0, 0, time.UTC))
 	started := clock.Now()
-	if err := db.HoldEventDays(ctx, []furrow.Event{e.Event}); err != nil {
+	until := started.Add(3 * 24 * time.Hour) // a schedule longer than the default
+	if err := db.HoldEventDays(ctx, []furrow.Event{e.Event}, until); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.HoldEventDays(ctx, nil); err != nil {
+	if err := db.HoldEventDays(ctx, nil, until); err != nil {
 		t.Fatalf("HoldEventDays of no event: %v", err)
 	}
 	clock.Advance(time.Hour)
 	wantFound(t, "retention once the day passes it", pruneThenFind(t, db, clock, e.ID), true)
-	setClock(clock, started.Add(store.ChainSpan+time.Minute))
-	wantFound(t, "retention once the chain is over", pruneThenFind(t, db, clock, e.ID), false)
+	setClock(clock, until.Add(-time.Minute))
+	wantFound(t, "retention before the hold ends", pruneThenFind(t, db, clock, e.ID), true)
+	setClock(clock, until.Add(time.Minute))
+	wantFound(t, "retention once the hold is over", pruneThenFind(t, db, clock, e.ID), false)
 }
 
 // An event kept past retention only because it was not dispatched keeps
@@ -178,4 +182,79 @@ func TestKeptPartitionTakesNoLock(t *testing.T) {
 	if n := dayHoldRows(t, url); n != 1 {
 		t.Fatalf("%d day marks after the run, want 1: the partition was left for the next run, not found kept", n)
 	}
+}
+
+// A page read by RedeliveryEvents is held in the transaction that reads it:
+// a retention run between the read and the hold cannot drop the day of
+// events the page returns. The window is widened here by a row lock that
+// delays the hold's upsert.
+func TestRedeliveryPageIsHeldAsItIsRead(t *testing.T) {
+	ctx := context.Background()
+	clock := futureClock()
+	db, url := newDB(t, clock)
+	fx := newFixture(t, db)
+	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.UnixMilli(e.OccurredAtMs).UTC().Truncate(24 * time.Hour).UnixMilli()
+	setClock(clock, time.Date(2031, 4, 10, 1, 0, 0, 0, time.UTC)) // the day is past retention
+	c := connect(t, url)
+	if _, err := c.Exec(ctx, "INSERT INTO event_day_holds (day_ms, until_ms) VALUES ($1, 1)", day); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM event_day_holds WHERE day_ms = $1 FOR UPDATE", day); err != nil {
+		t.Fatal(err)
+	}
+	set, err := db.RedeliverySet(ctx, fx.farm.ID, []string{furrow.EventTriggerFired}, 0, 10)
+	if err != nil || set.Count != 1 {
+		t.Fatalf("set %+v %v", set, err)
+	}
+	type res struct {
+		page []furrow.Event
+		err  error
+	}
+	got := make(chan res, 1)
+	go func() {
+		p, _, err := db.RedeliveryEvents(ctx, set, nil, 10) // reads, then waits to hold
+		got <- res{p, err}
+	}()
+	waitForALockWait(t, c)
+	pruned := make(chan error, 1)
+	go func() { _, err := db.PruneEvents(ctx, clock.Now().Add(-furrow.AttemptRetention)); pruned <- err }()
+	// Retention's drop waits for the page's transaction (1 s at most),
+	// and its removal of ended holds for the row.
+	time.Sleep(2 * time.Second)
+	tx.Rollback(ctx)
+	r := <-got
+	if err := <-pruned; err != nil {
+		t.Fatal(err)
+	}
+	if r.err != nil || len(r.page) != 1 {
+		t.Fatalf("RedeliveryEvents = %v, %v", r.page, r.err)
+	}
+	if _, err := db.Event(ctx, r.page[0].ID); furrow.ErrorCode(err) == furrow.ENOTFOUND {
+		t.Fatalf("RedeliveryEvents returned (and held) event %s, but its day was dropped between the read and the hold", r.page[0].ID)
+	}
+}
+
+// waitForALockWait waits until a session of the database waits for a lock.
+func waitForALockWait(t *testing.T, c *pgx.Conn) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var n int
+		err := c.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatal("no session waited for a lock within 10 s")
 }

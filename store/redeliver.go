@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow"
 )
@@ -46,42 +48,60 @@ func (db *DB) RedeliveryEvents(ctx context.Context, set furrow.RedeliverySet, af
 	}
 	args = append(args, limit+1)
 	q += fmt.Sprintf(" ORDER BY occurred_at_ms, seq LIMIT $%d", len(args))
-	rows, _ := db.pool.Query(ctx, q, args...) // rows.Err() has its error
-	defer rows.Close()
-	page := []furrow.Event{}
-	var last furrow.Cursor
+	var page []furrow.Event
 	var next *furrow.Cursor
-	for rows.Next() {
-		if len(page) == limit {
-			next = &last
-			break
+	// One transaction: retention, which drops a day under the table's
+	// lock, waits for it and then finds the hold, or dropped the day
+	// before the read.
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, q, args...)
+		if err != nil {
+			return err
 		}
-		var e furrow.Event
-		var id uuid.UUID
-		if err := rows.Scan(&last.Seq, &id, &e.Type, &e.FarmID, &e.OccurredAtMs); err != nil {
-			return nil, nil, translate(err, "list redelivery", "farm")
+		if page, next, err = scanRedeliveryPage(rows, limit); err != nil {
+			return err
 		}
-		e.ID, last.TimestampMs = furrow.EventID(id), e.OccurredAtMs
-		page = append(page, e)
-	}
-	rows.Close() // before the holds, which take a connection of their own
-	if err := rows.Err(); err != nil {
+		return holdDays(ctx, tx, eventStamps(page), db.clock.Now().Add(chainSpan))
+	})
+	if err != nil {
 		return nil, nil, translate(err, "list redelivery", "farm")
-	}
-	if err := db.HoldEventDays(ctx, page); err != nil {
-		return nil, nil, err
 	}
 	return page, next, nil
 }
 
-// HoldEventDays holds the days of events past retention for as long as a
-// delivery chain started for them now may run, so that a redelivery that
-// calls it before it starts their chains finds each event at every
-// attempt. An event whose day is gone already stays gone.
-func (db *DB) HoldEventDays(ctx context.Context, events []furrow.Event) error {
+// scanRedeliveryPage reads up to limit events of rows, and the cursor after
+// them when more follow.
+func scanRedeliveryPage(rows pgx.Rows, limit int) ([]furrow.Event, *furrow.Cursor, error) {
+	defer rows.Close()
+	page := []furrow.Event{}
+	var last furrow.Cursor
+	for rows.Next() {
+		if len(page) == limit {
+			return page, &last, nil
+		}
+		var e furrow.Event
+		var id uuid.UUID
+		if err := rows.Scan(&last.Seq, &id, &e.Type, &e.FarmID, &e.OccurredAtMs); err != nil {
+			return nil, nil, err
+		}
+		e.ID, last.TimestampMs = furrow.EventID(id), e.OccurredAtMs
+		page = append(page, e)
+	}
+	return page, nil, rows.Err()
+}
+
+// HoldEventDays holds the days of events past retention until until, so
+// that a redelivery that calls it before it starts their chains finds each
+// event at every attempt. An event whose day is gone already stays gone.
+func (db *DB) HoldEventDays(ctx context.Context, events []furrow.Event, until time.Time) error {
+	return translate(holdDays(ctx, db.pool, eventStamps(events), until), "hold events", "event")
+}
+
+// eventStamps returns the times of events.
+func eventStamps(events []furrow.Event) []int64 {
 	stamps := make([]int64, len(events))
 	for i, e := range events {
 		stamps[i] = e.OccurredAtMs
 	}
-	return translate(db.holdDays(ctx, stamps), "hold events", "event")
+	return stamps
 }
