@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/furrowhq/furrow/store"
 )
@@ -79,19 +80,30 @@ func TestMigrationSeenMinuteOnPopulatedDevices(t *testing.T) {
 	if err := store.Migrate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
-	var wrong, reporting int
+	wantSeenMinuteFilled(t, conn, 900)
+}
+
+// wantSeenMinuteFilled checks the devices' seen_minute_ms after a migration
+// filled it: every device that reported (reporting of them) has the minute
+// of its last_seen_ms, and the offline sweep finds the 450 of them (devices
+// made as in the tests: g < 500 and not a multiple of 10) silent since
+// 1000000 + 500*1234.
+func wantSeenMinuteFilled(t *testing.T, conn *pgx.Conn, reporting int) {
+	t.Helper()
+	ctx := context.Background()
+	var wrong, got int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE seen_minute_ms IS DISTINCT FROM last_seen_ms - last_seen_ms % 60000),
-		count(seen_minute_ms) FROM devices`).Scan(&wrong, &reporting); err != nil {
+		count(seen_minute_ms) FROM devices`).Scan(&wrong, &got); err != nil {
 		t.Fatal(err)
 	}
-	if wrong != 0 || reporting != 900 {
-		t.Fatalf("after the migration: %d devices with a wrong minute, %d with one; want 0 and 900", wrong, reporting)
+	if wrong != 0 || got != reporting {
+		t.Fatalf("after the migration: %d devices with a wrong minute, %d with one; want 0 and %d", wrong, got, reporting)
 	}
 	var found int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM ("+store.SweepCandidatesSQL+") c", 1000000+500*1234, 2000).Scan(&found); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM ("+store.SweepCandidatesSQL+") c", 1000000+500*1234, reporting*2).Scan(&found); err != nil {
 		t.Fatal(err)
 	}
-	if want := 450; found != want { // g < 500 and not a multiple of 10
+	if want := 450; found != want {
 		t.Fatalf("sweep candidates after the migration: %d, want %d", found, want)
 	}
 }

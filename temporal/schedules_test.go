@@ -22,14 +22,7 @@ import (
 // with other settings changes them and is told what changed, so that two
 // workers configured differently are seen taking turns.
 func TestEnsureSchedulesReportsOnlyChanges(t *testing.T) {
-	srv := testtemporal.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tc, err := temporal.Dial(ctx, temporal.Options{Address: srv.FrontendAddr(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
+	ctx, tc := dialTestTemporal(t)
 	first := temporal.ScheduleOptions{SweepEvery: time.Minute, OfflineAfter: 2 * time.Hour}
 	for i, want := range []int{0, 0} { // made, then already as asked
 		if changes, err := temporal.EnsureSchedules(ctx, tc, first); err != nil || len(changes) != want {
@@ -54,14 +47,7 @@ func TestEnsureSchedulesReportsOnlyChanges(t *testing.T) {
 // schedule runs Retention with Keep, furrow.AttemptRetention (the one
 // definition), which must be those 30 days.
 func TestRetentionScheduleKeepsAttempts30Days(t *testing.T) {
-	srv := testtemporal.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tc, err := temporal.Dial(ctx, temporal.Options{Address: srv.FrontendAddr(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
+	ctx, tc := dialTestTemporal(t)
 	if _, err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{SweepEvery: time.Minute, OfflineAfter: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -88,4 +74,19 @@ func TestRetentionScheduleKeepsAttempts30Days(t *testing.T) {
 	if keep != 30*24*time.Hour {
 		t.Errorf("the retention schedule keeps attempts %v, want SPEC's 30 days", keep)
 	}
+}
+
+// dialTestTemporal starts an in-process Temporal and dials it, for 2
+// minutes at most; both end with the test.
+func dialTestTemporal(t *testing.T) (context.Context, client.Client) {
+	t.Helper()
+	srv := testtemporal.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	tc, err := temporal.Dial(ctx, temporal.Options{Address: srv.FrontendAddr(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.Close)
+	return ctx, tc
 }
