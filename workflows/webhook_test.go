@@ -306,12 +306,7 @@ func TestWebhookLateSuccessBeforeACountedFailureKeepsTheCount(t *testing.T) {
 		want    int
 	}{{"current", workflows.LateSuccessRecount, 1}, {"recorded at version 1", 1, 1}, {"recorded before", workflow.DefaultVersion, 0}} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture("https://example.com", 0)
-			env := newEnv()
-			ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
-			if c.version != workflows.LateSuccessRecount {
-				env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, workflows.LateSuccessRecount).Return(c.version)
-			}
+			f, env := lateSuccessEnv(c.version)
 			at := func(m int) int64 { return furrow.Millis(env.Now().Add(time.Duration(m) * time.Minute)) }
 			sendChainReports(env, f, []chainReport{
 				{4, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: "failed", EndedAtMs: at(3)}},
@@ -355,12 +350,7 @@ func TestWebhookLateSuccessRestartsFromTheFailuresAfterIt(t *testing.T) {
 		enabled bool
 	}{{"current", workflows.LateSuccessRecount, 2, true}, {"recorded at version 1", 1, 5, false}} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture("https://example.com", 0)
-			env := newEnv()
-			ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
-			if c.version != workflows.LateSuccessRecount {
-				env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, workflows.LateSuccessRecount).Return(c.version)
-			}
+			f, env := lateSuccessEnv(c.version)
 			at := func(m int) int64 { return furrow.Millis(env.Now().Add(time.Duration(m) * time.Minute)) }
 			fail := func(chain string, endedAt int64) furrow.ChainReport {
 				return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
@@ -441,4 +431,16 @@ func TestWebhookFreshStartKnowsTheLastReenable(t *testing.T) {
 	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 1 {
 		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1 (the failure before the re-enable not counted)", w.Enabled, w.ConsecutiveFailures)
 	}
+}
+
+// lateSuccessEnv is a fixture and an environment whose webhook workflow
+// takes version of the late-success change.
+func lateSuccessEnv(version workflow.Version) (*fixture, *testsuite.TestWorkflowEnvironment) {
+	f := newFixture("https://example.com", 0)
+	env := newEnv()
+	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
+	if version != workflows.LateSuccessRecount {
+		env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, workflows.LateSuccessRecount).Return(version)
+	}
+	return f, env
 }
