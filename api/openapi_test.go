@@ -296,3 +296,16 @@ func TestOpenAPIValueBoundInBytes(t *testing.T) {
 	}
 	t.Fatal("ReadingIn.value has no string branch")
 }
+
+// An empty query value is as if it were absent (`cursor=` is the first
+// page, `type=` every type), and the document says so: each request is
+// held to it by the harness.
+func TestEmptyQueryValuesAreAbsent(t *testing.T) {
+	h := newHarness(t)
+	for _, q := range []string{"/events?type=", "/events?cursor=", "/devices?limit=5&cursor=", "/readings?cursor="} {
+		if r := h.user(h.manager, "GET", h.farmPath(q), ""); r.Status != http.StatusOK {
+			t.Errorf("GET %s = %d %s, want 200", q, r.Status, r.Body)
+		}
+	}
+	expectError(t, h.user(h.manager, "GET", h.farmPath("/events?type=nope"), ""), http.StatusBadRequest, furrow.EINVALID, "type")
+}
