@@ -47,11 +47,12 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 		cred.device, cred.cached = d, true
 		return cred, nil
 	}
+	since := s.keys.revocation()
 	d, err := s.Devices.DeviceByKey(r.Context(), sum)
 	if err != nil {
 		return deviceCredential{}, unauthorizedOr(err)
 	}
-	s.keys.put(sum, d, s.Clock.Now())
+	s.keys.put(sum, d, s.Clock.Now(), since)
 	cred.device = d
 	return cred, nil
 }

@@ -33,6 +33,9 @@ type keyCache struct {
 	entries  map[furrow.SecretHash]keyEntry
 	byDevice map[uuid.UUID]furrow.SecretHash
 	max      int
+	// revocations counts forgetDevice calls: a lookup that began before
+	// one may have read a key revoked since, so its answer is not cached.
+	revocations uint64
 }
 
 // keyEntry is a cached key's device and when the store last confirmed the
@@ -53,12 +56,24 @@ func (c *keyCache) get(h furrow.SecretHash) (furrow.Device, bool) {
 	return e.device, ok
 }
 
-// put remembers key's device, confirmed by the store at now. When the
-// cache is full an arbitrary entry makes room: its key costs one lookup
-// the next time.
-func (c *keyCache) put(h furrow.SecretHash, d furrow.Device, now time.Time) {
+// revocation returns the count of revocations, to be given to put with
+// the answer of a lookup that begins now.
+func (c *keyCache) revocation() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.revocations
+}
+
+// put remembers key's device, confirmed by the store at now by a lookup
+// that began at revocation since (see revocation); not when a key was
+// revoked meanwhile. When the cache is full an arbitrary entry makes room:
+// its key costs one lookup the next time.
+func (c *keyCache) put(h furrow.SecretHash, d furrow.Device, now time.Time, since uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if since != c.revocations {
+		return
+	}
 	if _, ok := c.entries[h]; !ok && len(c.entries) >= c.max {
 		for old := range c.entries {
 			c.remove(old)
@@ -101,6 +116,7 @@ func (c *keyCache) forget(h furrow.SecretHash) {
 func (c *keyCache) forgetDevice(id uuid.UUID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.revocations++
 	if h, ok := c.byDevice[id]; ok {
 		c.remove(h)
 	}

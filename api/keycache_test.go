@@ -94,7 +94,7 @@ func TestKeyCacheBounded(t *testing.T) {
 	c := newKeyCache(2)
 	sum := furrow.HashSecret
 	for _, k := range []string{"a", "b", "c"} {
-		c.put(sum(k), furrow.Device{ID: uuid.New(), Name: k}, time.Time{})
+		c.put(sum(k), furrow.Device{ID: uuid.New(), Name: k}, time.Time{}, 0)
 	}
 	if len(c.entries) != 2 {
 		t.Fatalf("cache holds %d entries, want 2", len(c.entries))
@@ -113,14 +113,24 @@ func TestKeyCacheBounded(t *testing.T) {
 func TestKeyCacheOneKeyPerDevice(t *testing.T) {
 	c := newKeyCache(10)
 	d := furrow.Device{ID: uuid.New()}
-	c.put(furrow.HashSecret("old"), d, time.Time{})
-	c.put(furrow.HashSecret("new"), d, time.Time{})
+	c.put(furrow.HashSecret("old"), d, time.Time{}, 0)
+	c.put(furrow.HashSecret("new"), d, time.Time{}, 0)
 	if _, ok := c.get(furrow.HashSecret("old")); ok || len(c.entries) != 1 {
 		t.Fatalf("the old key cached beside the new (%d entries)", len(c.entries))
 	}
+	since := c.revocation()
 	c.forgetDevice(d.ID)
 	if _, ok := c.get(furrow.HashSecret("new")); ok || len(c.byDevice) != 0 {
 		t.Fatalf("forgetDevice kept the key (%d devices)", len(c.byDevice))
+	}
+	// A lookup that began before the revocation is not cached after it.
+	c.put(furrow.HashSecret("new"), d, time.Time{}, since)
+	if _, ok := c.get(furrow.HashSecret("new")); ok {
+		t.Fatal("a key read before a revocation was cached after it")
+	}
+	c.put(furrow.HashSecret("new"), d, time.Time{}, c.revocation())
+	if _, ok := c.get(furrow.HashSecret("new")); !ok {
+		t.Fatal("a key read after the revocation was not cached")
 	}
 }
 
