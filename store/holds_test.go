@@ -110,10 +110,7 @@ func TestHoldEventDaysHoldsTheirDays(t *testing.T) {
 	clock := futureClock()
 	db, _ := newDB(t, clock)
 	fx := newFixture(t, db)
-	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := storeEvent(t, db, fx)
 	setClock(clock, time.Date(2031, 4, 9, 23, 0, 0, 0, time.UTC))
 	started := clock.Now()
 	until := started.Add(3 * 24 * time.Hour) // a schedule longer than the default
@@ -193,10 +190,7 @@ func TestRedeliveryPageIsHeldAsItIsRead(t *testing.T) {
 	clock := futureClock()
 	db, url := newDB(t, clock)
 	fx := newFixture(t, db)
-	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := storeEvent(t, db, fx)
 	day := time.UnixMilli(e.OccurredAtMs).UTC().Truncate(24 * time.Hour).UnixMilli()
 	setClock(clock, time.Date(2031, 4, 10, 1, 0, 0, 0, time.UTC)) // the day is past retention
 	c := connect(t, url)
@@ -257,4 +251,14 @@ func waitForALockWait(t *testing.T, c *pgx.Conn) {
 		}
 	}
 	t.Fatal("no session waited for a lock within 10 s")
+}
+
+// storeEvent stores an event of fx's farm at the clock's now.
+func storeEvent(t *testing.T, db *store.DB, fx fixture) furrow.OutboxEvent {
+	t.Helper()
+	e, err := db.CreateEvent(context.Background(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
