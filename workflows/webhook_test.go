@@ -237,9 +237,7 @@ func TestWebhookLateFailureBeforeReenableDoesNotCount(t *testing.T) {
 	f := newFixture("https://example.com", furrow.MaxFailedChains)
 	start := newEnv().Now()
 	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
-	fail := func(chain string, endedAt int64) furrow.ChainReport {
-		return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
-	}
+	fail := f.failedChain
 	runChainReports(t, f, []chainReport{
 		{3, fail("late", at(1))},   // ended before the re-enable at minute 2
 		{4, fail("after", at(3))},  // ended after it
@@ -264,9 +262,7 @@ func TestWebhookFailureBeforeAnUnreportedDeliveryDoesNotCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fail := func(chain string, endedAt int64) furrow.ChainReport {
-		return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
-	}
+	fail := f.failedChain
 	runChainReports(t, f, []chainReport{
 		{3, fail("before", at(1))}, // ended before the delivery at minute 2
 		{4, fail("after", at(3))},  // ended after it
@@ -325,9 +321,7 @@ func TestWebhookSuccessAfterTheLatestFailureRestartsTheCount(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	start := newEnv().Now()
 	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
-	fail := func(chain string, endedAt int64) furrow.ChainReport {
-		return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
-	}
+	fail := f.failedChain
 	runChainReports(t, f, []chainReport{
 		{4, fail("later", at(3))},
 		{5, fail("earlier", at(2))}, // reported late: still the latest is at minute 3
@@ -352,9 +346,7 @@ func TestWebhookLateSuccessRestartsFromTheFailuresAfterIt(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f, env := lateSuccessEnv(c.version)
 			at := func(m int) int64 { return furrow.Millis(env.Now().Add(time.Duration(m) * time.Minute)) }
-			fail := func(chain string, endedAt int64) furrow.ChainReport {
-				return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
-			}
+			fail := f.failedChain
 			sendChainReports(env, f, []chainReport{
 				{2, fail("f1", at(1))},
 				{3, fail("f2", at(2))},
@@ -394,8 +386,8 @@ func TestWebhookReenableAtZeroIsRemembered(t *testing.T) {
 	start := newEnv().Now()
 	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
 	runChainReports(t, f, []chainReport{
-		{3, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: "late", EndedAtMs: at(1)}},
-		{4, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: "after", EndedAtMs: at(3)}},
+		{3, f.failedChain("late", at(1))},
+		{4, f.failedChain("after", at(3))},
 	}, 2)
 	if w := f.store.webhook(f.webhook.ID); !w.Enabled || w.ConsecutiveFailures != 1 {
 		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1 (the failure before the re-enable not counted)", w.Enabled, w.ConsecutiveFailures)
@@ -421,9 +413,7 @@ func TestWebhookFreshStartKnowsTheLastReenable(t *testing.T) {
 			t.Fatalf("transition %+v: written %v, %v", tr, written, err)
 		}
 	}
-	fail := func(chain string, endedAt int64) furrow.ChainReport {
-		return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
-	}
+	fail := f.failedChain
 	runChainReports(t, f, []chainReport{
 		{3, fail("before", at(1))}, // ended before the re-enable at minute 2
 		{4, fail("after", at(3))},
@@ -443,4 +433,9 @@ func lateSuccessEnv(version workflow.Version) (*fixture, *testsuite.TestWorkflow
 		env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, workflows.LateSuccessRecount).Return(version)
 	}
 	return f, env
+}
+
+// failedChain is the report of chain, failed with a 503, ended at endedAt.
+func (f *fixture) failedChain(chain string, endedAt int64) furrow.ChainReport {
+	return furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, StatusCode: 503, Chain: chain, EndedAtMs: endedAt}
 }
