@@ -70,7 +70,7 @@ func (s *server) authUser(tokenOf func(*http.Request) (string, error)) func(http
 // The refusals of a user token: the device credential's, said of a token.
 var (
 	errUserTokenMissing = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is missing: send Authorization: Bearer <user token>.")
-	errUserTokenInvalid = furrow.Errorf(furrow.EUNAUTHORIZED, "The user token is invalid.")
+	errUserTokenInvalid = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is invalid: no user has this token.")
 )
 
 // userTokenError says err, a refusal of a device credential, of a user
