@@ -240,3 +240,19 @@ func TestComposeProxyMountsOnlyWhatItNeeds(t *testing.T) {
 		t.Errorf("the proxy's error files come from %q, want deploy/proxy/errors beside haproxy.cfg", errors)
 	}
 }
+
+// TestComposeGrafanaKeepsItsData: Grafana's database (users, the admin
+// password once changed, dashboards saved from the UI) is on a volume,
+// not in the container, which `docker compose up` may replace.
+func TestComposeGrafanaKeepsItsData(t *testing.T) {
+	p := loadCompose(t)
+	for _, v := range p.Services["grafana"].Volumes {
+		if v.Target == "/var/lib/grafana" {
+			if v.Type != types.VolumeTypeVolume {
+				t.Errorf("Grafana's /var/lib/grafana is a %s, want a named volume", v.Type)
+			}
+			return
+		}
+	}
+	t.Error("Grafana has no volume at /var/lib/grafana: its data goes with the container")
+}

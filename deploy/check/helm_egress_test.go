@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/furrowhq/furrow/safehttp"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
@@ -141,4 +142,73 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return a
+}
+
+// reaches reports whether p's ipBlock rules let a pod open a TCP
+// connection to a on port. Pod and namespace selectors match pods, never
+// an address outside the cluster, so they are passed over.
+func reaches(t *testing.T, p *networkingv1.NetworkPolicy, a netip.Addr, port int32) bool {
+	t.Helper()
+	for _, r := range p.Spec.Egress {
+		portOK := len(r.Ports) == 0
+		for _, rp := range r.Ports {
+			tcp := rp.Protocol == nil || *rp.Protocol == corev1.ProtocolTCP
+			portOK = portOK || (tcp && (rp.Port == nil || rp.Port.IntValue() == int(port)))
+		}
+		if !portOK {
+			continue
+		}
+		for _, peer := range r.To {
+			if peer.IPBlock == nil || !parseCanonical(t, peer.IPBlock.CIDR).Contains(a) {
+				continue
+			}
+			excepted := false
+			for _, e := range peer.IPBlock.Except {
+				excepted = excepted || parseCanonical(t, e).Contains(a)
+			}
+			if !excepted {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestHelmExternalServices: PostgreSQL, Redis or Temporal on a private
+// network outside the cluster (a managed database, a VM) is refused by
+// the default policy, which opens their ports to pods only; each entry of
+// networkPolicy.externalServices opens its ports at its addresses, and no
+// other, beside the default rules rather than in their place. An entry
+// the policy cannot use fails the render, naming it.
+func TestHelmExternalServices(t *testing.T) {
+	db := netip.MustParseAddr("10.20.0.5")
+	if c := collect(t, render(t, "")); reaches(t, c.policies[0], db, 5432) {
+		t.Fatalf("the default policy reaches %s:5432; this test assumes private addresses need a value", db)
+	}
+	given := map[string]any{"networkPolicy": map[string]any{"externalServices": []any{
+		map[string]any{"cidr": "10.20.0.5/32", "ports": []any{5432}},
+		map[string]any{"cidr": "192.168.7.0/24", "ports": []any{6379, 7233}},
+		map[string]any{"cidr": "fd00:10::/64", "ports": []any{5432}},
+	}}}
+	c := collect(t, renderValues(t, "externalServices", given))
+	checkDeliveryEgress(t, c, egressRules(t, "", "internalEgress"), egressRules(t, "", "dnsEgress"), 3)
+	p := c.policies[0]
+	for target, want := range map[string]bool{
+		"10.20.0.5:5432": true, "10.20.0.5:6379": false, "10.20.0.6:5432": false,
+		"192.168.7.9:6379": true, "192.168.7.9:7233": true, "192.168.7.9:5432": false, "192.168.8.1:6379": false,
+		"[fd00:10::7]:5432": true, "[fd00:11::7]:5432": false,
+	} {
+		ap := netip.MustParseAddrPort(target)
+		if got := reaches(t, p, ap.Addr(), int32(ap.Port())); got != want {
+			t.Errorf("with externalServices, serve and worker reach %s: %v, want %v", target, got, want)
+		}
+	}
+	for _, bad := range []map[string]any{
+		{"cidr": "10.20.0.5", "ports": []any{5432}},
+		{"cidr": "db.internal.example.com", "ports": []any{5432}},
+		{"cidr": "10.20.0.0/16"},
+		{"ports": []any{5432}},
+	} {
+		renderFails(t, map[string]any{"networkPolicy": map[string]any{"externalServices": []any{bad}}}, "networkPolicy.externalServices[0]")
+	}
 }

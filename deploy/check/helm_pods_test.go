@@ -135,8 +135,7 @@ func TestDuplicateEnvIsCaught(t *testing.T) {
 // render, naming it, rather than overriding it silently (or putting a
 // secret in plain values).
 func TestHelmReservedSettings(t *testing.T) {
-	for _, k := range []string{"FURROW_HTTP_ADDR", "FURROW_METRICS_ADDR", "FURROW_DATABASE_URL", "PGPASSWORD", "FURROW_REDIS_URL",
-		"FURROW_SECRET_KEYS", "FURROW_SECRET_KEYS_FILE", "FURROW_TEMPORAL_ADDRESS", "FURROW_TEMPORAL_NAMESPACE", "FURROW_TRUSTED_PROXIES"} {
+	for _, k := range reservedSettings {
 		renderFails(t, map[string]any{"settings": map[string]any{k: "x"}}, "settings."+k)
 	}
 }
@@ -199,7 +198,7 @@ func TestHelmDNSEgress(t *testing.T) {
 		"ports": []any{map[string]any{"protocol": "UDP", "port": 53}, map[string]any{"protocol": "TCP", "port": 53}},
 	}
 	c := collect(t, renderValues(t, "dnsEgress", map[string]any{"networkPolicy": map[string]any{"dnsEgress": []any{rule}}}))
-	checkDeliveryEgress(t, c, 1, 1)
+	checkDeliveryEgress(t, c, 1, 1, 0)
 	var nodeLocal bool
 	for _, r := range c.policies[0].Spec.Egress {
 		for _, peer := range r.To {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -107,6 +108,36 @@ func renderValues(t *testing.T, file string, given map[string]any) []runtime.Obj
 	if err != nil {
 		t.Fatalf("render (values %q): %v", file, err)
 	}
+	return decodeFiles(t, file, files)
+}
+
+// renderFiles renders the chart with the values given, as `helm install
+// furrow -n furrow` would, and returns the manifests by template, or the
+// render's error (a template's `fail` among them).
+func renderFiles(t *testing.T, given map[string]any) (map[string]string, error) {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return renderChart(t, ch, "furrow", given)
+}
+
+// renderChart renders ch as `helm install <release> -n furrow` would.
+func renderChart(t *testing.T, ch *chart.Chart, release string, given map[string]any) (map[string]string, error) {
+	t.Helper()
+	vals, err := chartutil.ToRenderValues(ch, given,
+		chartutil.ReleaseOptions{Name: release, Namespace: "furrow", Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Render(ch, vals)
+}
+
+// decodeFiles decodes every object of the rendered manifests strictly;
+// file names the values in messages.
+func decodeFiles(t *testing.T, file string, files map[string]string) []runtime.Object {
+	t.Helper()
 	dec := strictDecoder(t)
 	var objs []runtime.Object
 	for name, content := range files {
@@ -125,23 +156,6 @@ func renderValues(t *testing.T, file string, given map[string]any) []runtime.Obj
 		}
 	}
 	return objs
-}
-
-// renderFiles renders the chart with the values given, as `helm install
-// furrow -n furrow` would, and returns the manifests by template, or the
-// render's error (a template's `fail` among them).
-func renderFiles(t *testing.T, given map[string]any) (map[string]string, error) {
-	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, given,
-		chartutil.ReleaseOptions{Name: "furrow", Namespace: "furrow", Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return engine.Render(ch, vals)
 }
 
 // renderFails renders the chart with the values given and fails t unless
@@ -168,7 +182,7 @@ func TestHelmRender(t *testing.T) {
 			checkWorkloads(t, c)
 			checkJobs(t, c)
 			checkProxy(t, c)
-			checkDeliveryEgress(t, c, egressRules(t, file, "internalEgress"), egressRules(t, file, "dnsEgress"))
+			checkDeliveryEgress(t, c, egressRules(t, file, "internalEgress"), egressRules(t, file, "dnsEgress"), egressRules(t, file, "externalServices"))
 			checkPodSecurity(t, c)
 			if len(c.pdbs) != 2 || len(c.hpas) != 1 || c.hpas[0].Spec.ScaleTargetRef.Name != c.deployments["serve"].Name {
 				t.Errorf("want PodDisruptionBudgets for serve and worker and an HPA for serve; got %d, %d", len(c.pdbs), len(c.hpas))
@@ -213,7 +227,7 @@ func TestHelmEgressFormerName(t *testing.T) {
 		"networkPolicy": map[string]any{"workerInternalEgress": []any{rule}},
 	})
 	c := collect(t, objs)
-	checkDeliveryEgress(t, c, 1, 1)
+	checkDeliveryEgress(t, c, 1, 1, 0)
 	last := c.policies[0].Spec.Egress[len(c.policies[0].Spec.Egress)-1]
 	if len(last.To) != 1 || last.To[0].IPBlock == nil || last.To[0].IPBlock.CIDR != "10.9.0.0/16" {
 		t.Errorf("the last egress rule is %+v, want the one of workerInternalEgress", last)
@@ -345,6 +359,9 @@ func checkJobs(t *testing.T, c rendered) {
 			t.Errorf("the search-attribute Job does not register %s", name)
 		}
 	}
+	for _, j := range []*batchv1.Job{m, sa} {
+		checkHookJob(t, j)
+	}
 	if w, _ := sa.Annotations["helm.sh/hook-weight"]; w <= m.Annotations["helm.sh/hook-weight"] {
 		t.Errorf("search attributes (weight %q) should follow the migration (%q)", w, m.Annotations["helm.sh/hook-weight"])
 	}
@@ -475,9 +492,9 @@ func mountedFiles(t *testing.T, c rendered, spec corev1.PodSpec, ct corev1.Conta
 
 // checkDeliveryEgress: the pods that call webhook receivers, serves (first
 // attempts) and workers (retries), reach public addresses only, besides the
-// rules the values add for DNS (dns) and PostgreSQL, Redis and Temporal
-// (internal).
-func checkDeliveryEgress(t *testing.T, c rendered, internal, dns int) {
+// rules the values add for DNS (dns), PostgreSQL, Redis and Temporal
+// inside the cluster (internal) and outside it (external, one rule each).
+func checkDeliveryEgress(t *testing.T, c rendered, internal, dns, external int) {
 	t.Helper()
 	if len(c.policies) != 1 {
 		t.Fatalf("want one NetworkPolicy, got %d", len(c.policies))
@@ -505,7 +522,7 @@ func checkDeliveryEgress(t *testing.T, c rendered, internal, dns int) {
 		}
 	}
 	// One rule of public addresses (IPv4 and IPv6), those of DNS, then the values' own.
-	if got := len(p.Spec.Egress) - 1 - dns; got != internal {
+	if got := len(p.Spec.Egress) - 1 - dns - external; got != internal {
 		t.Errorf("the policy has %d rules of the values' internal egress, want %d", got, internal)
 	}
 }

@@ -7,6 +7,17 @@
 {{- end -}}
 {{- end -}}
 
+{{/*
+The name of one of the release's objects: the base name and a suffix,
+call with (list $ "search-attributes"). Cut to 63 characters, the most a
+Service's or a Job's name may have (a Job's becomes a label of its pods):
+with a long release name the base name (up to 50) and the longest
+suffixes would pass it. A name already short enough is left as it was.
+*/}}
+{{- define "furrow.objectName" -}}
+{{- printf "%s-%s" (include "furrow.fullname" (index . 0)) (index . 1) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* Labels of every object; call with (dict "ctx" $ "component" "serve"). */}}
 {{- define "furrow.labels" -}}
 app.kubernetes.io/name: furrow
@@ -73,7 +84,8 @@ carries it.
 {{/*
 Fails the render on a settings key the chart sets itself: a second entry of
 the same name would override it silently (the last one wins), and the
-secrets among them would sit in plain values.
+secrets among them would sit in plain values. Fails it too on a FURROW_*
+key Furrow does not read (furrow.settingsRead).
 */}}
 {{- define "furrow.checkSettings" -}}
 {{- $reserved := dict
@@ -88,11 +100,55 @@ secrets among them would sit in plain values.
   "FURROW_METRICS_ADDR" "the Services and the ServiceMonitor scrape :9464"
   "FURROW_TRUSTED_PROXIES" "serve trusts its proxy sidecar (127.0.0.2/32) alone"
 -}}
+{{- $read := regexSplit "\\s+" (include "furrow.settingsRead" . | trim) -1 -}}
 {{- range $k, $_ := .Values.settings }}
 {{- with get $reserved $k }}
 {{- fail (printf "settings.%s: the chart sets %s itself (%s); remove it from settings" $k $k .) }}
 {{- end }}
+{{- if and (hasPrefix "FURROW_" $k) (not (has $k $read)) }}
+{{- fail (printf "settings.%s: Furrow reads no setting of that name, so every pod would ignore it; see docs/operating/configuration.md for the names" $k) }}
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Every FURROW_* setting cmd/furrow reads, one a line: the names of
+docs/operating/configuration.md's table. settings refuses any other
+FURROW_* name, a misspelling being otherwise ignored without a word.
+TestHelmSettingsReadIsCmdFurrows (deploy/check) holds the list to the code.
+*/}}
+{{- define "furrow.settingsRead" -}}
+FURROW_CONNECT_TIMEOUT
+FURROW_DATABASE_URL
+FURROW_DEAD_CONN_TIMEOUT
+FURROW_DEVICE_OFFLINE_AFTER
+FURROW_DEVICE_STALE_AFTER
+FURROW_DEVICE_SWEEP_EVERY
+FURROW_DEV_DATA_DIR
+FURROW_DEV_TEMPORAL_ADDR
+FURROW_DEV_UI_ADDR
+FURROW_HTTP_ADDR
+FURROW_HTTP_IDLE_TIMEOUT
+FURROW_HTTP_READ_HEADER_TIMEOUT
+FURROW_HTTP_READ_TIMEOUT
+FURROW_HTTP_WRITE_TIMEOUT
+FURROW_METRICS_ADDR
+FURROW_PPROF_ADDR
+FURROW_RATELIMIT_BREAKER
+FURROW_RATELIMIT_TIMEOUT
+FURROW_READINGS_RETENTION
+FURROW_REDIS_URL
+FURROW_REQUEST_TIMEOUT
+FURROW_RETRY_SCHEDULE
+FURROW_SECRET_KEYS
+FURROW_SECRET_KEYS_FILE
+FURROW_SHUTDOWN_TIMEOUT
+FURROW_TEMPORAL_ADDRESS
+FURROW_TEMPORAL_GZIP
+FURROW_TEMPORAL_NAMESPACE
+FURROW_TRUSTED_PROXIES
+FURROW_WEBHOOK_ALLOW_PRIVATE
+FURROW_WEBHOOK_CA_FILE
 {{- end -}}
 
 {{/*
