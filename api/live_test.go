@@ -259,7 +259,8 @@ func TestLiveConnectionsPerUser(t *testing.T) {
 
 // A connection's initial topics are authorized once per farm, however
 // many topics of the farm it names, repeated or not, and not again after
-// the upgrade.
+// the upgrade: the connection remembers the check, so subscribing to more
+// of the farm's topics, or to one again, does not ask the store.
 func TestLiveChecksEachFarmOnce(t *testing.T) {
 	h := newHarness(t)
 	h.withLive()
@@ -281,6 +282,18 @@ func TestLiveChecksEachFarmOnce(t *testing.T) {
 	for range topics {
 		if m := readMessage(t, c); m["type"] != "subscribed" {
 			t.Fatalf("got %v, want subscribed", m)
+		}
+	}
+	more := live.MetricTopic(h.farm, h.device.ID, 221).String()
+	for _, step := range []struct{ send, answer string }{
+		{"subscribe", "subscribed"}, {"unsubscribe", "unsubscribed"}, {"subscribe", "subscribed"},
+	} {
+		b, _ := json.Marshal(map[string]string{"type": step.send, "topic": more})
+		if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+		if m := readMessage(t, c); m["type"] != step.answer || m["topic"] != more {
+			t.Fatalf("%s %s: got %v, want %s", step.send, more, m, step.answer)
 		}
 	}
 	if n := h.calls.Count("MemberRole"); n != 1 {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/furrowhq/furrow"
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 )
 
 // maxClientMessage bounds a message from the client; control messages are
@@ -25,6 +27,22 @@ const subscribeWait = 3 * time.Second
 // not confirmed within subscribeWait.
 const busUnavailable = "The live bus is unavailable; the subscription stands and is confirmed with subscribed once the bus is back."
 
+const (
+	// subscribeBurst and subscribeEvery are a connection's token bucket of
+	// subscribes: subscribeBurst at once, then one every subscribeEvery.
+	// Each subscribe may cost a membership check, a Redis SUBSCRIBE and an
+	// announcement that every process acknowledges, so a client must not
+	// repeat them at will; the burst lets it fill its MaxTopics topics at
+	// once, and the rate lets it replace all of them in about half a minute.
+	subscribeBurst = MaxTopics
+	subscribeEvery = 500 * time.Millisecond
+	// farmCheckTTL is how long a connection remembers a farm's membership
+	// check, so that subscribing to more topics of the farm does not check
+	// again. It bounds how long a member removed from a farm may still
+	// subscribe to its topics on a connection open before.
+	farmCheckTTL = time.Minute
+)
+
 // busLost is the reason of the error sent when the bus loses a live
 // subscription.
 const busLost = "The live bus is unavailable; messages of this topic may be missed until it is back: the subscription stands, and once subscribed comes again, fill the gap from the polling API."
@@ -39,13 +57,13 @@ type conn struct {
 	send      chan []byte
 	kill      chan closeReason // holds the first failure
 	failed    atomic.Bool
-	// requests carries the client's subscribes and unsubscribes from the
-	// reader to the subscriber goroutine, which owns topics and pending
-	// until it ends: a subscribe may wait seconds on the bus, and the
-	// reader must go on reading meanwhile, or the pongs it reads would not
-	// be, and the connection would be closed for a missing pong. pending
-	// holds the wait of each topic that the client was last told the bus's
-	// error for, until the bus confirms it.
+	// requests carries the client's messages from the reader to the
+	// subscriber goroutine, which answers them in order and owns topics,
+	// pending and farms until it ends: a subscribe may wait seconds on the
+	// bus, and the reader must go on reading meanwhile, or the pongs it
+	// reads would not be, and the connection would be closed for a missing
+	// pong. pending holds the wait of each topic that the client was last
+	// told the bus's error for, until the bus confirms it.
 	requests chan request
 	topics   map[Topic]struct{}
 	pending  map[Topic]pendingWatch
@@ -57,17 +75,25 @@ type conn struct {
 	// which lost holds.
 	lostWake chan struct{}
 
-	mu   sync.Mutex // guards lost, recent and next
+	// subscribes is the reader's token bucket of subscribe messages.
+	subscribes *rate.Limiter
+	// farms holds the farms whose membership check is remembered, at most
+	// MaxTopics of them.
+	farms map[uuid.UUID]farmCheck
+
+	mu   sync.Mutex // guards lost and sent
 	lost map[Topic]struct{}
-	// recent holds the ids of the last publications sent, so that one
-	// matching several of the connection's topics is sent once.
-	recent [recentMessages]uint64
-	next   int
+	// sent remembers the publications sent, so that one matching several
+	// of the connection's topics is sent once.
+	sent recentIDs
 }
 
-// recentMessages bounds the duplicate check: a publication's topics are
-// delivered one right after the other.
-const recentMessages = 16
+// farmCheck is a remembered membership check of a farm: authorize's
+// answer, nil or the error that refuses the farm, and until when it holds.
+type farmCheck struct {
+	err   error
+	until time.Time
+}
 
 type closeReason struct {
 	code   websocket.StatusCode
@@ -89,33 +115,53 @@ type serverMessage struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func newConn(s *Server, ws *websocket.Conn, authorize func(context.Context, Topic) error) *conn {
+// newConn returns the connection of ws, whose farms Accept found
+// authorized at checkedAt.
+func newConn(s *Server, ws *websocket.Conn, authorize func(context.Context, Topic) error, farms []uuid.UUID, checkedAt time.Time) *conn {
 	ws.SetReadLimit(maxClientMessage)
-	return &conn{
+	c := &conn{
 		srv: s, ws: ws, authorize: authorize,
-		send:     make(chan []byte, s.d.SendBuffer),
-		kill:     make(chan closeReason, 1),
-		requests: make(chan request, maxRequests),
-		topics:   make(map[Topic]struct{}),
-		pending:  make(map[Topic]pendingWatch),
-		confirms: make(chan confirmation),
-		lostWake: make(chan struct{}, 1),
-		lost:     make(map[Topic]struct{}),
+		send:       make(chan []byte, s.d.SendBuffer),
+		kill:       make(chan closeReason, 1),
+		requests:   make(chan request, maxRequests),
+		topics:     make(map[Topic]struct{}),
+		pending:    make(map[Topic]pendingWatch),
+		confirms:   make(chan confirmation),
+		lostWake:   make(chan struct{}, 1),
+		subscribes: rate.NewLimiter(rate.Every(subscribeEvery), subscribeBurst),
+		farms:      make(map[uuid.UUID]farmCheck),
+		lost:       make(map[Topic]struct{}),
 	}
+	for _, f := range farms {
+		c.remember(f, nil, checkedAt)
+	}
+	return c
 }
 
-// request is a subscribe (or, with unsubscribe set, an unsubscribe) of
-// topic that the subscriber goroutine carries out. authorized marks an
-// initial topic, which Accept checked before the upgrade.
+// request is one client message for the subscriber goroutine to answer:
+// a subscribe (or, with unsubscribe set, an unsubscribe) of topic to carry
+// out, or, when refused is set, a message the reader refused, answered
+// with refused. authorized marks an initial topic, which Accept checked
+// before the upgrade.
 type request struct {
 	topic       Topic
 	unsubscribe bool
 	authorized  bool
+	refused     *serverMessage
 }
 
-// maxRequests bounds the subscribes and unsubscribes a connection may have
-// waiting: a client past it is closed with 1008, as one too slow to read.
+// maxRequests bounds the client messages a connection may have waiting to
+// be answered: a client past it is closed with 1008, as one too slow to
+// read.
 const maxRequests = 2 * MaxTopics
+
+// Errors refusing a client message before it is carried out.
+var (
+	errMalformed     = furrow.Errorf(furrow.EINVALID, "A message must be a JSON object with type and topic.")
+	errBadType       = furrow.Errorf(furrow.EINVALID, "The type must be subscribe or unsubscribe.")
+	errSubscribeRate = furrow.Errorf(furrow.ERATELIMITED,
+		"A connection may send %d subscribes at once, then one every %v; wait, then subscribe again.", subscribeBurst, subscribeEvery)
+)
 
 // Send queues a data message without blocking, once even when its
 // publication matches several of the connection's topics.
@@ -137,8 +183,8 @@ func (c *conn) Lost(t Topic) {
 	}
 }
 
-// reasonTooManyRequests closes a client that sends subscribes faster than
-// they are carried out: a policy violation, but not a slow client.
+// reasonTooManyRequests closes a client that sends messages faster than
+// they are answered: a policy violation, but not a slow client.
 const reasonTooManyRequests = "too many subscribes waiting"
 
 // queue hands msg to the writer, or disconnects a client too slow to take it.
@@ -150,19 +196,13 @@ func (c *conn) queue(msg []byte) {
 	}
 }
 
-// seen reports whether publication id was among the recent ones sent, and
-// remembers it.
+// seen reports whether publication id was sent already (see recentIDs),
+// and remembers it.
 func (c *conn) seen(id uint64) bool {
+	now := c.srv.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, r := range c.recent {
-		if r == id {
-			return true
-		}
-	}
-	c.recent[c.next] = id
-	c.next = (c.next + 1) % recentMessages
-	return false
+	return c.sent.seen(id, now)
 }
 
 // fail asks the writer to close the connection; the first request wins.
@@ -279,9 +319,12 @@ func (c *conn) subscriber(ctx context.Context) {
 			// Losses first, so that a request is answered as the topic
 			// stands now.
 			c.tellLost(ctx)
-			if r.unsubscribe {
+			switch {
+			case r.refused != nil:
+				c.reply(*r.refused)
+			case r.unsubscribe:
 				c.unsubscribe(r.topic)
-			} else {
+			default:
 				c.subscribe(ctx, r)
 			}
 		case cf := <-c.confirms:
@@ -292,41 +335,55 @@ func (c *conn) subscriber(ctx context.Context) {
 	}
 }
 
-// readLoop handles the client's control messages until the connection
-// ends. Reading also answers the client's pings and receives our pongs.
+// readLoop hands the client's control messages to the subscriber
+// goroutine until the connection ends, refused ones too, so that every
+// message is answered in the order it came. Reading also answers the
+// client's pings and receives our pongs.
 func (c *conn) readLoop(ctx context.Context) {
 	for {
 		_, data, err := c.ws.Read(ctx)
 		if err != nil {
 			return
 		}
-		var m clientMessage
-		if err := json.Unmarshal(data, &m); err != nil {
-			c.reply(serverMessage{Type: "error", Error: furrow.EINVALID, Reason: "A message must be a JSON object with type and topic."})
-			continue
-		}
-		t, err := ParseTopic(m.Topic)
-		if err != nil {
-			c.replyError(m.Topic, err)
-			continue
-		}
-		var r request
-		switch m.Type {
-		case "subscribe":
-			r = request{topic: t}
-		case "unsubscribe":
-			r = request{topic: t, unsubscribe: true}
-		default:
-			c.reply(serverMessage{Type: "error", Topic: m.Topic, Error: furrow.EINVALID, Reason: "The type must be subscribe or unsubscribe."})
-			continue
-		}
 		select {
-		case c.requests <- r:
+		case c.requests <- c.parse(data):
 		default:
 			c.fail(websocket.StatusPolicyViolation, reasonTooManyRequests)
 			return
 		}
 	}
+}
+
+// parse returns the request of a client message. A refused message's
+// error names its topic when it has one: json.Unmarshal fills the members
+// it can even when another has the wrong type.
+func (c *conn) parse(data []byte) request {
+	var m clientMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return refusal(m.Topic, errMalformed)
+	}
+	t, err := ParseTopic(m.Topic)
+	if err != nil {
+		return refusal(m.Topic, err)
+	}
+	switch m.Type {
+	case "subscribe":
+		// Only subscribes are counted: an unsubscribe undoes one, and of a
+		// topic not held it costs nothing.
+		if !c.subscribes.AllowN(c.srv.now(), 1) {
+			return refusal(m.Topic, errSubscribeRate)
+		}
+		return request{topic: t}
+	case "unsubscribe":
+		return request{topic: t, unsubscribe: true}
+	}
+	return refusal(m.Topic, errBadType)
+}
+
+// refusal is the request that answers a message about topic with err.
+func refusal(topic string, err error) request {
+	m := errorMessage(topic, err)
+	return request{refused: &m}
 }
 
 // pendingWatch is a subscription the bus has not confirmed: ready closes
@@ -355,7 +412,7 @@ func (c *conn) subscribe(ctx context.Context, r request) {
 		return
 	}
 	if !r.authorized {
-		if err := c.authorize(ctx, t); err != nil {
+		if err := c.mayWatch(ctx, t); err != nil {
 			c.replyError(t.String(), err)
 			return
 		}
@@ -374,6 +431,39 @@ func (c *conn) subscribe(ctx context.Context, r request) {
 	}
 	c.replyBusError(t, busUnavailable)
 	c.await(ctx, t, ready)
+}
+
+// mayWatch checks that the client may watch t, with the remembered check
+// of t's farm while it holds, else with authorize.
+func (c *conn) mayWatch(ctx context.Context, t Topic) error {
+	now := c.srv.now()
+	if fc, ok := c.farms[t.Farm]; ok && now.Before(fc.until) {
+		return fc.err
+	}
+	err := c.authorize(ctx, t)
+	// A failed check (the store's error, a timeout) says nothing of the
+	// farm and is asked again.
+	if furrow.ErrorCode(err) != furrow.EINTERNAL {
+		c.remember(t.Farm, err, now)
+	}
+	return err
+}
+
+// remember keeps the check of farm made at, dropping expired ones to make
+// room; with MaxTopics farms remembered still, it is not kept: the
+// connection cannot hold topics of more farms than that.
+func (c *conn) remember(farm uuid.UUID, err error, at time.Time) {
+	if _, ok := c.farms[farm]; !ok && len(c.farms) >= MaxTopics {
+		for f, fc := range c.farms {
+			if !at.Before(fc.until) {
+				delete(c.farms, f)
+			}
+		}
+		if len(c.farms) >= MaxTopics {
+			return
+		}
+	}
+	c.farms[farm] = farmCheck{err: err, until: at.Add(farmCheckTTL)}
 }
 
 // answerHeld answers a subscribe of a topic subscribed already as it
@@ -469,7 +559,13 @@ func (c *conn) replyError(topic string, err error) {
 	if !errors.As(err, &fe) && !errors.Is(err, context.Canceled) {
 		c.srv.d.Logger.Error("live: subscription failed", "topic", topic, "err", err)
 	}
-	c.reply(serverMessage{Type: "error", Topic: topic, Error: furrow.ErrorCode(err), Reason: furrow.ErrorMessage(err)})
+	c.reply(errorMessage(topic, err))
+}
+
+// errorMessage is the error message about topic ("" for none) that err
+// tells the client.
+func errorMessage(topic string, err error) serverMessage {
+	return serverMessage{Type: "error", Topic: topic, Error: furrow.ErrorCode(err), Reason: furrow.ErrorMessage(err)}
 }
 
 func (c *conn) reply(m serverMessage) {

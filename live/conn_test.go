@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/furrowhq/furrow"
 	"github.com/google/uuid"
 )
 
@@ -131,4 +132,91 @@ func waitQueued(t *testing.T, srv *Server) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Error("the unsubscribe was never queued")
+}
+
+// queuedWithin reports whether the one connection of srv has n client
+// messages waiting to be answered within limit.
+func queuedWithin(srv *Server, n int, limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		srv.mu.Lock()
+		queued := 0
+		for c := range srv.conns {
+			queued = len(c.requests)
+		}
+		srv.mu.Unlock()
+		if queued >= n {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRepliesInOrder checks that every client message is answered in the
+// order it came, those refused at once included, while a subscribe before
+// them is still being carried out; and that a refused message's error
+// names its topic when it has one.
+func TestRepliesInOrder(t *testing.T) {
+	bus := NewMemoryBus(nil)
+	defer bus.Close()
+	srv := NewServer(Deps{Bus: bus})
+	checking, release := make(chan struct{}, 1), make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = srv.Accept(w, r, Client{User: uuid.New(), Authorize: func(ctx context.Context, _ Topic) error {
+			checking <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}})
+	}))
+	defer hs.Close()
+	defer srv.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	topic := FarmTopic(uuid.New()).String()
+	sent := []string{
+		`{"type":"subscribe","topic":"` + topic + `"}`,
+		`not json`,
+		`{"type":"shout","topic":"` + topic + `"}`,
+		`{"type":"subscribe","topic":"farms/x/readings"}`,
+		`{"type":1,"topic":"` + topic + `"}`,
+	}
+	want := []serverMessage{
+		{Type: "subscribed", Topic: topic},
+		{Type: "error", Error: furrow.EINVALID},
+		{Type: "error", Topic: topic, Error: furrow.EINVALID},
+		{Type: "error", Topic: "farms/x/readings", Error: furrow.EINVALID},
+		{Type: "error", Topic: topic, Error: furrow.EINVALID},
+	}
+	for i, m := range sent {
+		if err := ws.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			<-checking // the subscribe is being carried out
+		}
+	}
+	// The subscribe is held until the reader has taken the rest, so that
+	// an answer sent at once would overtake its answer.
+	queuedWithin(srv, len(sent)-1, 2*time.Second)
+	close(release)
+	for i, w := range want {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m serverMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Type != w.Type || m.Topic != w.Topic || m.Error != w.Error || (m.Type == "error" && m.Reason == "") {
+			t.Fatalf("answer %d to %s: got %s, want %+v with a reason", i+1, sent[i], b, w)
+		}
+	}
 }

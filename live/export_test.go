@@ -24,3 +24,11 @@ func KnowsWatchedFarms(b *Bus) bool {
 func ControlSubscriptions(b *Bus) uint64 {
 	return b.tr.(*redisTransport).in.generation()
 }
+
+// The connections' subscribe limit and how long they remember a farm's
+// membership check, for tests that meet them.
+const (
+	SubscribeBurst = subscribeBurst
+	SubscribeEvery = subscribeEvery
+	FarmCheckTTL   = farmCheckTTL
+)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ type world struct {
 	aliceToken, bobToken string
 	users                map[string]uuid.UUID
 	roles                map[[2]uuid.UUID]furrow.Role
+	// checks counts the calls of the Authorize handed to Accept, which
+	// checks the initial topics' farms and then each subscribe's.
+	checks atomic.Int64
 }
 
 func newWorld(t *testing.T, bus *live.Bus, d live.Deps) *world {
@@ -47,9 +51,17 @@ func newWorld(t *testing.T, bus *live.Bus, d live.Deps) *world {
 	return w
 }
 
-// ServeHTTP is the stand-in for the API's GET /api/live.
+// ServeHTTP is the stand-in for the API's GET /api/live. The token comes
+// in the Authorization header or, from a browser, as the bearer
+// subprotocol.
 func (w *world) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	user, ok := w.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	for _, p := range strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ",") {
+		if tok, ok := strings.CutPrefix(strings.TrimSpace(p), live.BearerProtocolPrefix); ok && token == "" {
+			token = tok
+		}
+	}
+	user, ok := w.users[token]
 	if !ok {
 		rw.WriteHeader(http.StatusUnauthorized)
 		return
@@ -67,7 +79,10 @@ func (w *world) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err == nil {
-		err = w.srv.Accept(rw, r, live.Client{Topics: topics, Authorize: authorize})
+		err = w.srv.Accept(rw, r, live.Client{Topics: topics, Authorize: func(ctx context.Context, t live.Topic) error {
+			w.checks.Add(1)
+			return authorize(ctx, t)
+		}})
 	}
 	if err != nil {
 		rw.WriteHeader(http.StatusBadRequest)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,9 @@ const (
 type Deps struct {
 	Bus    *Bus
 	Logger *slog.Logger
+	// Clock times the connections' subscribe limit, remembered membership
+	// checks and duplicate suppression; nil is the system clock.
+	Clock furrow.Clock
 
 	// SendBuffer is the number of messages queued per connection; a client
 	// that lets it fill is disconnected with close code 1008.
@@ -90,6 +94,9 @@ func NewServer(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	if d.Clock == nil {
+		d.Clock = furrow.SystemClock{}
+	}
 	d.SendBuffer = orDefault(d.SendBuffer, DefaultSendBuffer)
 	d.WriteTimeout = orDefault(d.WriteTimeout, DefaultWriteTimeout)
 	d.PingInterval = orDefault(d.PingInterval, DefaultPingInterval)
@@ -104,6 +111,8 @@ func orDefault[T int | time.Duration](v, def T) T {
 	return v
 }
 
+func (s *Server) now() time.Time { return s.d.Clock.Now() }
+
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
@@ -115,7 +124,8 @@ func (s *Server) Stats() Stats {
 // whose connections count against MaxConnsPerUser, its initial topics, and
 // the check of each topic it subscribes to, which says why a topic is
 // refused. Authorize's answer must depend on the topic's farm only: Accept
-// checks one initial topic per farm.
+// checks one initial topic per farm, and a connection remembers a farm's
+// answer (nil or a *furrow.Error) for a short while.
 type Client struct {
 	User      uuid.UUID
 	Topics    []Topic
@@ -145,12 +155,13 @@ func (s *Server) Accept(w http.ResponseWriter, r *http.Request, cl Client) error
 		return errTooManyConns
 	}
 	defer s.release(cl.User)
-	farms := make(map[uuid.UUID]bool, len(cl.Topics))
+	checkedAt := s.now()
+	var farms []uuid.UUID
 	for _, t := range cl.Topics {
-		if farms[t.Farm] {
+		if slices.Contains(farms, t.Farm) {
 			continue
 		}
-		farms[t.Farm] = true
+		farms = append(farms, t.Farm)
 		if err := cl.Authorize(r.Context(), t); err != nil {
 			return err
 		}
@@ -167,7 +178,7 @@ func (s *Server) Accept(w http.ResponseWriter, r *http.Request, cl Client) error
 	if err != nil {
 		return nil // Accept wrote the response.
 	}
-	c := newConn(s, ws, cl.Authorize)
+	c := newConn(s, ws, cl.Authorize, farms, checkedAt)
 	if !s.register(c) {
 		ws.Close(websocket.StatusGoingAway, "server shutting down")
 		return nil
