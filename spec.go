@@ -1,6 +1,7 @@
 package furrow
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -87,13 +88,20 @@ const (
 const chainSlack = 24 * time.Hour
 
 // ChainSpan is how long a delivery chain started now, on schedule (empty:
-// DefaultSchedule), may still read its event: the schedule's delays, each
-// attempt's timeout and a day of slack. Retention keeps an event that long
-// after a chain for it starts or makes an attempt.
+// DefaultSchedule), may still read its event: the schedule's delays, the
+// timeout of each of its attempts (one more than its delays) and a day of
+// slack. Retention keeps an event that long after a chain for it starts or
+// makes an attempt. A span longer than a time.Duration holds is the
+// longest one it holds, so that no schedule, however absurd, wraps it
+// round to a short one.
 func ChainSpan(schedule []time.Duration) time.Duration {
-	span := MaxAttempts*DeliveryTimeout + chainSlack
+	span := DeliveryTimeout + chainSlack // the first attempt
 	for _, d := range ScheduleOrDefault(schedule) {
-		span += d
+		// Each delay is followed by one more attempt.
+		if d > math.MaxInt64-DeliveryTimeout-span {
+			return math.MaxInt64
+		}
+		span += d + DeliveryTimeout
 	}
 	return span
 }

@@ -1,6 +1,7 @@
 package furrow
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -36,13 +37,40 @@ func TestScheduleOrDefault(t *testing.T) {
 	}
 }
 
-// A chain's span is its schedule's delays, each attempt's timeout and a
-// day: about 45 hours with the default schedule.
+// A chain's span is its schedule's delays, the timeout of each of its
+// attempts and a day: about 45 hours with the default schedule.
 func TestChainSpan(t *testing.T) {
 	if got, want := ChainSpan(nil), 20*time.Hour+42*time.Minute+30*time.Second+8*DeliveryTimeout+24*time.Hour; got != want {
 		t.Errorf("ChainSpan(default) = %v, want %v", got, want)
 	}
-	if got, want := ChainSpan([]time.Duration{time.Hour, 72 * time.Hour}), 73*time.Hour+8*DeliveryTimeout+24*time.Hour; got != want {
+	if got, want := ChainSpan(DefaultSchedule()), ChainSpan(nil); got != want {
+		t.Errorf("ChainSpan(DefaultSchedule()) = %v, want ChainSpan(nil) = %v", got, want)
+	}
+	// A schedule of its own makes its own number of attempts: one more
+	// than its delays, not MaxAttempts.
+	if got, want := ChainSpan([]time.Duration{time.Hour, 72 * time.Hour}), 73*time.Hour+3*DeliveryTimeout+24*time.Hour; got != want {
 		t.Errorf("ChainSpan(1h, 72h) = %v, want %v", got, want)
+	}
+	many := make([]time.Duration, 20)
+	for i := range many {
+		many[i] = time.Minute
+	}
+	if got, want := ChainSpan(many), 20*time.Minute+21*DeliveryTimeout+24*time.Hour; got != want {
+		t.Errorf("ChainSpan(20 × 1m) = %v, want %v", got, want)
+	}
+}
+
+// Delays that add up past what a time.Duration holds give the longest
+// span, never one wrapped round to a short or negative one.
+func TestChainSpanDoesNotOverflow(t *testing.T) {
+	for _, s := range [][]time.Duration{
+		{math.MaxInt64},
+		{math.MaxInt64 - DeliveryTimeout},
+		{math.MaxInt64 / 2, math.MaxInt64 / 2},
+		{time.Hour, math.MaxInt64, time.Hour},
+	} {
+		if got := ChainSpan(s); got != math.MaxInt64 {
+			t.Errorf("ChainSpan(%v) = %v, want the longest duration", s, got)
+		}
 	}
 }

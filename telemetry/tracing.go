@@ -51,10 +51,25 @@ func NewTracing(exp sdktrace.SpanExporter, batch bool) (*Tracing, error) {
 	return &Tracing{provider: p, tracer: p.Tracer("github.com/furrowhq/furrow")}, nil
 }
 
+// CheckOTLPProtocol says whether NewOTLPTracing speaks protocol, a value of
+// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL: "grpc", "http/protobuf" or ""
+// (http/protobuf). OTLP's http/json is not one: the Go exporter has no
+// JSON encoding.
+func CheckOTLPProtocol(protocol string) error {
+	switch protocol {
+	case "", "grpc", "http/protobuf":
+		return nil
+	}
+	return fmt.Errorf("%q is not a protocol Furrow's exporter speaks: grpc or http/protobuf (the default)", protocol)
+}
+
 // NewOTLPTracing exports spans over OTLP, configured by the standard
 // OTEL_EXPORTER_OTLP_* variables that the exporter reads itself; protocol
-// is OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", or HTTP (the default).
+// is OTEL_EXPORTER_OTLP_PROTOCOL, as CheckOTLPProtocol takes it.
 func NewOTLPTracing(ctx context.Context, protocol string) (*Tracing, error) {
+	if err := CheckOTLPProtocol(protocol); err != nil {
+		return nil, err
+	}
 	var exp sdktrace.SpanExporter
 	var err error
 	if protocol == "grpc" {

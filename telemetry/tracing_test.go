@@ -29,6 +29,25 @@ func TestTracingOffCostsNothing(t *testing.T) {
 	_ = tr.HTTP(h)
 }
 
+// The exporter is made for the protocols it speaks only: another, a typo
+// say, is an error rather than http/protobuf without a word.
+func TestOTLPTracingTakesOnlyItsProtocols(t *testing.T) {
+	for _, p := range []string{"", "grpc", "http/protobuf"} {
+		if err := CheckOTLPProtocol(p); err != nil {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+	for _, p := range []string{"gprc", "http/json", "HTTP/PROTOBUF", "http"} {
+		if err := CheckOTLPProtocol(p); err == nil {
+			t.Errorf("%q accepted", p)
+		}
+		if tr, err := NewOTLPTracing(context.Background(), p); err == nil {
+			_ = tr.Shutdown(context.Background())
+			t.Errorf("NewOTLPTracing(%q) made an exporter", p)
+		}
+	}
+}
+
 func TestTraceParentCarriesTheTraceThroughTheOutbox(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tr, err := NewTracing(exp, false)

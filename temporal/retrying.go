@@ -2,18 +2,23 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc/codes"
 )
 
 // RetryingWorker starts a worker once Temporal answers, so that a process
 // can start, and do its other work, while Temporal is down. A worker the
-// SDK stops on an error it does not retry (an unknown namespace, say) is
-// replaced the same way, so that the process takes tasks again once
-// Temporal is put right, rather than holding a worker that takes none.
+// SDK stops on an error it does not retry is replaced the same way, rather
+// than held while it takes no task. A start that fails for a reason
+// trying again cannot cure (not Curable: an unknown namespace, say) ends
+// the retries and is handed to the process, which would otherwise run on
+// without a worker while it looked ready.
 type RetryingWorker struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -25,15 +30,17 @@ type RetryingWorker struct {
 // StartRetrying builds a worker with build and starts it, again with a fresh
 // one after each failure to start or fatal error (a worker cannot be
 // started twice), waiting up to maxWait between tries. build must make
-// onFatal the worker's OnFatalError (WorkerOptions).
-func StartRetrying(build func(onFatal func(error)) worker.Worker, maxWait time.Duration, log *slog.Logger) *RetryingWorker {
+// onFatal the worker's OnFatalError (WorkerOptions). A failure to start
+// that is not Curable is passed to incurable, once, and nothing is tried
+// after it.
+func StartRetrying(build func(onFatal func(error)) worker.Worker, maxWait time.Duration, log *slog.Logger, incurable func(error)) *RetryingWorker {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &RetryingWorker{cancel: cancel, done: make(chan struct{})}
-	go r.loop(ctx, build, maxWait, log)
+	go r.loop(ctx, build, maxWait, log, incurable)
 	return r
 }
 
-func (r *RetryingWorker) loop(ctx context.Context, build func(onFatal func(error)) worker.Worker, maxWait time.Duration, log *slog.Logger) {
+func (r *RetryingWorker) loop(ctx context.Context, build func(onFatal func(error)) worker.Worker, maxWait time.Duration, log *slog.Logger, incurable func(error)) {
 	defer close(r.done)
 	wait := 250 * time.Millisecond
 	for {
@@ -44,9 +51,14 @@ func (r *RetryingWorker) loop(ctx context.Context, build func(onFatal func(error
 			default:
 			}
 		})
-		if err := w.Start(); err != nil {
+		switch err := w.Start(); {
+		case err != nil && !Curable(err):
+			log.Error("worker cannot start, and trying again will not change that", "err", err)
+			incurable(err)
+			return
+		case err != nil:
 			log.Warn("worker cannot start yet; retrying", "err", err, "retry_in", wait)
-		} else {
+		default:
 			r.set(w)
 			log.Info("worker started")
 			select {
@@ -65,6 +77,22 @@ func (r *RetryingWorker) loop(ctx context.Context, build func(onFatal func(error
 		}
 		wait = min(2*wait, maxWait)
 	}
+}
+
+// Curable reports whether trying again may cure err, an error starting a
+// worker or calling Temporal: an unreachable, overloaded or restarting
+// server may come back, but a namespace that does not exist, credentials
+// refused or a request the server rejects stay so until someone changes
+// the configuration of Furrow or of Temporal.
+func Curable(err error) bool {
+	if _, ok := errors.AsType[*serviceerror.NamespaceNotFound](err); ok {
+		return false
+	}
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.Unimplemented:
+		return false
+	}
+	return true
 }
 
 func (r *RetryingWorker) set(w worker.Worker) {

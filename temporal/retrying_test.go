@@ -2,14 +2,21 @@ package temporal
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // fakeWorker starts at once and keeps the OnFatalError it was built with.
@@ -44,7 +51,9 @@ func TestRetryingWorkerReplacesAWorkerStoppedOnAFatalError(t *testing.T) {
 		w := &fakeWorker{onFatal: onFatal}
 		built <- w
 		return w
-	}, time.Second, slog.New(slog.NewTextHandler(logs, nil)))
+	}, time.Second, slog.New(slog.NewTextHandler(logs, nil)), func(err error) {
+		t.Errorf("a fatal error of a running worker was taken as incurable: %v", err)
+	})
 	next := func() *fakeWorker {
 		t.Helper()
 		select {
@@ -73,6 +82,62 @@ func TestRetryingWorkerReplacesAWorkerStoppedOnAFatalError(t *testing.T) {
 	}
 	if got := logs.String(); !containsAll(got, "level=ERROR", "does not retry", "furrow") {
 		t.Errorf("the fatal error was not logged: %q", got)
+	}
+}
+
+// failingWorker fails every start with err.
+type failingWorker struct {
+	worker.Worker // the rest is never called
+	err           error
+}
+
+func (w *failingWorker) Start() error { return w.err }
+
+// A start that fails for a reason trying again cannot cure (a namespace
+// that does not exist, credentials refused) is handed to incurable once,
+// and no other worker is built; an unreachable server is tried again.
+func TestRetryingWorkerGivesUpOnlyOnIncurableStarts(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		err       error
+		incurable bool
+	}{
+		{"unknown namespace", serviceerror.NewNamespaceNotFound("nope"), true},
+		{"permission denied", serviceerror.NewPermissionDenied("no", ""), true},
+		{"unauthenticated", status.Error(codes.Unauthenticated, "who"), true},
+		{"invalid argument", serviceerror.NewInvalidArgument("bad"), true},
+		{"unreachable", serviceerror.NewUnavailable("connection refused"), false},
+		{"slow", context.DeadlineExceeded, false},
+		{"overloaded", serviceerror.NewResourceExhausted(enumspb.RESOURCE_EXHAUSTED_CAUSE_RPS_LIMIT, "busy"), false},
+		{"anything else", errors.New("failed to get executable checksum"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var builds atomic.Int32
+			given := make(chan error, 10)
+			r := StartRetrying(func(func(error)) worker.Worker {
+				builds.Add(1)
+				return &failingWorker{err: fmt.Errorf("wrapped: %w", c.err)}
+			}, 10*time.Millisecond, slog.New(slog.DiscardHandler), func(err error) { given <- err })
+			time.Sleep(300 * time.Millisecond) // a few tries at the start's pace
+			r.Stop()
+			close(given)
+			var got []error
+			for err := range given {
+				got = append(got, err)
+			}
+			if !c.incurable {
+				if len(got) != 0 || builds.Load() < 2 {
+					t.Errorf("%d builds, incurable given %v; want retries and nothing given", builds.Load(), got)
+				}
+				return
+			}
+			if len(got) != 1 || !errors.Is(got[0], c.err) {
+				t.Errorf("incurable given %v; want the start error once", got)
+			}
+			if n := builds.Load(); n != 1 {
+				t.Errorf("%d workers built; want no other after an incurable start", n)
+			}
+		})
 	}
 }
 

@@ -16,9 +16,14 @@ import (
 	"github.com/furrowhq/furrow/workflows"
 )
 
+// MinScheduleInterval is the shortest interval a Temporal schedule takes;
+// the server refuses a shorter one ("interval is too small").
+const MinScheduleInterval = time.Second
+
 // ScheduleOptions configures the maintenance schedules.
 type ScheduleOptions struct {
-	// SweepEvery is how often devices past OfflineAfter are marked offline.
+	// SweepEvery is how often devices past OfflineAfter are marked
+	// offline; at least MinScheduleInterval.
 	SweepEvery   time.Duration
 	OfflineAfter time.Duration
 	// ReadingsRetention is how long readings are kept; 0 is forever.

@@ -124,7 +124,7 @@ func (s *server) watch(m *telemetry.Metrics) {
 func (s *server) run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.HTTPAddr, err)
+		return fmt.Errorf("API listener (FURROW_HTTP_ADDR=%s): %w", s.cfg.HTTPAddr, err)
 	}
 	s.log.Info("API listening", "addr", ln.Addr().String())
 	g, gctx := errgroup.WithContext(ctx)

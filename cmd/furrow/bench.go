@@ -20,12 +20,20 @@ import (
 // runBench handles `furrow bench baseline|ingest|delivery`; BENCHMARKS.md
 // describes each. It prints the figures, then fails if a guarantee was
 // broken (a 5xx, an unstored 201, an undelivered event). Each tool reads
-// the settings with load once its flags are parsed and checked.
+// the settings with load once its flags are parsed and checked, and the
+// collector is paced then, as they say.
 func runBench(ctx context.Context, load settings, args []string, stdout io.Writer, log *slog.Logger) error {
 	if len(args) == 0 {
 		return fmt.Errorf("bench: expected baseline, ingest or delivery: %w", errUsage)
 	}
-	paceBenchGC()
+	read := load
+	load = func() (Config, error) {
+		cfg, err := read()
+		if err == nil {
+			paceBenchGC(cfg)
+		}
+		return cfg, err
+	}
 	fs := flag.NewFlagSet("furrow bench "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	fs.Usage = func() { printBenchHelp(fs, args[0]) }

@@ -3,15 +3,22 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/keyring"
+	"github.com/furrowhq/furrow/safehttp"
+	"github.com/furrowhq/furrow/telemetry"
+	"github.com/furrowhq/furrow/temporal"
+	"github.com/furrowhq/furrow/temporal/devserver/devaddr"
 )
 
 // Config is every setting of the binary, read once from the environment in
@@ -26,15 +33,18 @@ type Config struct {
 	TrustedProxies      []netip.Prefix
 	RetrySchedule       []time.Duration
 	WebhookAllowPrivate bool
-	WebhookCAFile       string
-	DeviceStaleAfter    time.Duration
-	DeviceOfflineAfter  time.Duration
-	DeviceSweepEvery    time.Duration
-	ShutdownTimeout     time.Duration
-	DevDataDir          string
-	DevTemporalAddr     string
-	DevUIAddr           string
-	PprofAddr           string
+	// WebhookClient sends the deliveries: built at load, so that a
+	// FURROW_WEBHOOK_CA_FILE that cannot be read or holds no PEM
+	// certificate stops the start before anything opens, and is read once.
+	WebhookClient      *http.Client
+	DeviceStaleAfter   time.Duration
+	DeviceOfflineAfter time.Duration
+	DeviceSweepEvery   time.Duration
+	ShutdownTimeout    time.Duration
+	DevDataDir         string
+	DevTemporalAddr    string
+	DevUIAddr          string
+	PprofAddr          string
 	// ReadingsRetention is how long readings are kept; 0 keeps them
 	// forever. Whole day partitions are dropped, so up to a day more is kept.
 	ReadingsRetention time.Duration
@@ -50,6 +60,10 @@ type Config struct {
 	// SecretKeys seals webhook secrets at rest (FURROW_SECRET_KEYS or
 	// FURROW_SECRET_KEYS_FILE); nil stores them unsealed.
 	SecretKeys *keyring.Ring
+	// GOGCSet and GOMemLimitSet say whether Go's own GOGC and GOMEMLIMIT
+	// are set, which the runtime has read already; empty counts as unset,
+	// as the runtime takes it.
+	GOGCSet, GOMemLimitSet bool
 }
 
 // Defaults of the configuration table (docs/operating/configuration.md).
@@ -70,33 +84,39 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		HTTPAddr:          or(getenv("FURROW_HTTP_ADDR"), defaultHTTPAddr),
 		TemporalAddress:   getenv("FURROW_TEMPORAL_ADDRESS"),
 		TemporalNamespace: or(getenv("FURROW_TEMPORAL_NAMESPACE"), defaultNamespace),
-		WebhookCAFile:     getenv("FURROW_WEBHOOK_CA_FILE"),
 		DevDataDir:        or(getenv("FURROW_DEV_DATA_DIR"), ".furrow"),
 		DevTemporalAddr:   or(getenv("FURROW_DEV_TEMPORAL_ADDR"), "127.0.0.1:7233"),
 		DevUIAddr:         or(getenv("FURROW_DEV_UI_ADDR"), "127.0.0.1:8233"),
 		PprofAddr:         getenv("FURROW_PPROF_ADDR"),
 		MetricsAddr:       or(getenv("FURROW_METRICS_ADDR"), defaultMetricsAddr),
+		GOGCSet:           getenv("GOGC") != "",
+		GOMemLimitSet:     getenv("GOMEMLIMIT") != "",
 	}
 	if strings.EqualFold(c.MetricsAddr, "off") {
 		c.MetricsAddr = ""
 	}
 	// Checked here rather than where they are used, which is late (the
-	// store opens after Temporal answers) or only logged (the worker's
-	// probes, the profiler).
+	// store opens after Temporal answers, Redis after the store), or
+	// never (a Temporal address that is no address is dialled for ever).
 	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
 		// The parser's message may quote the password, so it is left out.
 		return c, fmt.Errorf("FURROW_DATABASE_URL: not a PostgreSQL connection URL such as postgres://user:password@host:5432/database?sslmode=require (the parser's message is left out: it may quote the password)")
 	}
-	for _, a := range []struct{ name, addr string }{
-		{"FURROW_HTTP_ADDR", c.HTTPAddr}, {"FURROW_PPROF_ADDR", c.PprofAddr}, {"FURROW_METRICS_ADDR", c.MetricsAddr},
-	} {
-		if err := checkListenAddr(a.addr); a.addr != "" && err != nil {
-			return c, fmt.Errorf("%s: %w", a.name, err)
+	if c.RedisURL != "" {
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			return c, fmt.Errorf("FURROW_REDIS_URL: not a Redis URL such as redis://host:6379/0 or rediss://:password@host:6380/0 (the parser's message is left out: it may quote the password)")
 		}
 	}
-	c.Tracing = getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
-	c.TraceProtocol = or(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
+	if err := c.checkAddrs(); err != nil {
+		return c, err
+	}
 	var err error
+	if c.Tracing, c.TraceProtocol, err = tracingConfig(getenv); err != nil {
+		return c, err
+	}
+	if err := checkGOGC(getenv("GOGC")); err != nil {
+		return c, fmt.Errorf("GOGC: %w", err)
+	}
 	if c.TrustedProxies, err = parsePrefixes(or(getenv("FURROW_TRUSTED_PROXIES"), defaultProxies)); err != nil {
 		return c, fmt.Errorf("FURROW_TRUSTED_PROXIES: %w", err)
 	}
@@ -112,10 +132,17 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.WebhookAllowPrivate, err = parseBool(getenv("FURROW_WEBHOOK_ALLOW_PRIVATE")); err != nil {
 		return c, fmt.Errorf("FURROW_WEBHOOK_ALLOW_PRIVATE: %w", err)
 	}
+	c.WebhookClient, err = safehttp.New(safehttp.Options{AllowPrivate: c.WebhookAllowPrivate, CAFile: getenv("FURROW_WEBHOOK_CA_FILE")})
+	if err != nil {
+		return c, fmt.Errorf("FURROW_WEBHOOK_CA_FILE: %w", err)
+	}
 	for _, d := range c.durations() {
 		if *d.dst, err = parsePositive(or(getenv(d.name), d.def)); err != nil {
 			return c, fmt.Errorf("%s: %w", d.name, err)
 		}
+	}
+	if c.DeviceSweepEvery < temporal.MinScheduleInterval {
+		return c, fmt.Errorf("FURROW_DEVICE_SWEEP_EVERY: %s is shorter than %s, the shortest interval of a Temporal schedule", c.DeviceSweepEvery, temporal.MinScheduleInterval)
 	}
 	if v := getenv("FURROW_READINGS_RETENTION"); v != "" && v != "0" {
 		if c.ReadingsRetention, err = parsePositive(v); err != nil {
@@ -135,6 +162,83 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("FURROW_DEVICE_OFFLINE_AFTER (%s) must not be shorter than FURROW_DEVICE_STALE_AFTER (%s)", c.DeviceOfflineAfter, c.DeviceStaleAfter)
 	}
 	return c, nil
+}
+
+// checkAddrs checks the addresses: the listeners', each on its own and
+// against each other, Temporal's and the embedded Temporal's.
+func (c *Config) checkAddrs() error {
+	listeners := []struct{ name, addr string }{
+		{"FURROW_HTTP_ADDR", c.HTTPAddr}, {"FURROW_METRICS_ADDR", c.MetricsAddr}, {"FURROW_PPROF_ADDR", c.PprofAddr},
+	}
+	for i, a := range listeners {
+		if a.addr == "" {
+			continue
+		}
+		if err := checkListenAddr(a.addr); err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+		for _, b := range listeners[:i] {
+			// Metrics and the profiler are never served on the API port,
+			// and two listeners on one port would fail as "address
+			// already in use", naming neither setting.
+			if b.addr != "" && sameListener(a.addr, b.addr) {
+				return fmt.Errorf("%s (%q) and %s (%q) take the same port: give each its own", b.name, b.addr, a.name, a.addr)
+			}
+		}
+	}
+	if c.TemporalAddress != "" {
+		if err := checkDialAddr(c.TemporalAddress); err != nil {
+			return fmt.Errorf("FURROW_TEMPORAL_ADDRESS: %w", err)
+		}
+	}
+	for _, a := range []struct{ name, addr string }{
+		{"FURROW_DEV_TEMPORAL_ADDR", c.DevTemporalAddr}, {"FURROW_DEV_UI_ADDR", c.DevUIAddr},
+	} {
+		if _, _, err := devaddr.Split(a.addr); err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+	}
+	return nil
+}
+
+// tracingConfig says whether the OTEL_EXPORTER_OTLP_* variables turn
+// tracing on, and over which protocol, and checks the two the exporter
+// would otherwise misread without a word: a protocol it does not speak
+// (it would send http/protobuf) and an endpoint that is no URL (it would
+// send to its default, localhost). The traces' own variable wins over the
+// general one, as in the exporter; only the one in force is checked.
+func tracingConfig(getenv func(string) string) (on bool, protocol string, err error) {
+	endpoint := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	if getenv(endpoint) == "" {
+		endpoint = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	}
+	proto := "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	if getenv(proto) == "" {
+		proto = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	}
+	v, protocol := getenv(endpoint), getenv(proto)
+	if v == "" {
+		return false, protocol, nil // off: neither is read
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false, "", fmt.Errorf("%s: %q is not a URL such as http://collector:4318 (OTLP over HTTP) or http://collector:4317 (gRPC): the scheme, http or https, and the host are required", endpoint, v)
+	}
+	if err := telemetry.CheckOTLPProtocol(protocol); err != nil {
+		return false, "", fmt.Errorf("%s: %w", proto, err)
+	}
+	return true, protocol, nil
+}
+
+// checkGOGC checks GOGC as the runtime reads it: "off" or a whole
+// percentage. The runtime takes anything else for 100 without a word.
+func checkGOGC(v string) error {
+	if v == "" || v == "off" {
+		return nil
+	}
+	if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+		return fmt.Errorf("%q is neither a percentage such as 400 nor off", v)
+	}
+	return nil
 }
 
 // durationSetting is one FURROW_* duration variable: its default and the
@@ -234,6 +338,62 @@ func checkListenAddr(addr string) error {
 	return nil
 }
 
+// checkDialAddr checks that addr is host:port as the Temporal client dials
+// it: no scheme or path, and a port number. The client would take
+// http://host:7233 for the host "http" and notahost for a name without a
+// port, and dial either in vain for ever.
+func checkDialAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || strings.ContainsAny(host, "/@?#") {
+		return fmt.Errorf("%q is not host:port, such as temporal-frontend:7233 or 127.0.0.1:7233 (no scheme)", addr)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("%q is not host:port: %q is not a port number", addr, port)
+	}
+	return nil
+}
+
+// sameListener reports whether listening on a and on b, both checked by
+// checkListenAddr, would take the same port: the same port number, on the
+// same host or with either on every interface (":8080" and
+// "0.0.0.0:8080" both take 127.0.0.1:8080). Port 0, a free port each
+// time, is never the same.
+func sameListener(a, b string) bool {
+	ha, pa := listenHostPort(a)
+	hb, pb := listenHostPort(b)
+	if pa == 0 || pa != pb {
+		return false
+	}
+	return ha == "" || hb == "" || ha == hb
+}
+
+// listenHostPort returns addr's host, "" for every interface and an IP in
+// its canonical form, and its port number.
+func listenHostPort(addr string) (string, int) {
+	host, port, _ := net.SplitHostPort(addr)
+	n, _ := net.LookupPort("tcp", port)
+	if strings.EqualFold(host, "localhost") {
+		host = "127.0.0.1" // what net.Listen binds for it
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip = ip.Unmap(); ip.IsUnspecified() {
+			return "", n
+		}
+		return ip.String(), n
+	}
+	return strings.ToLower(host), n
+}
+
+// maxRetryDelays bounds the delays of FURROW_RETRY_SCHEDULE. A delivery
+// workflow records about a dozen events per attempt, and Temporal warns at
+// 10,240 events and ends a workflow at 51,200: 100 delays keep a chain far
+// below both.
+const maxRetryDelays = 100
+
+// parseSchedule reads FURROW_RETRY_SCHEDULE: positive delays, at most
+// maxRetryDelays, whose chains fit in the attempt log (furrow.ChainSpan
+// within furrow.AttemptRetention), so that no attempt outlives the event and
+// the attempts it reads.
 func parseSchedule(s string) ([]time.Duration, error) {
 	var out []time.Duration
 	for _, part := range strings.Split(s, ",") {
@@ -242,6 +402,16 @@ func parseSchedule(s string) ([]time.Duration, error) {
 			return nil, err
 		}
 		out = append(out, d)
+	}
+	if len(out) > maxRetryDelays {
+		return nil, fmt.Errorf("%d delays; at most %d are taken (each attempt adds to its delivery workflow's history, which Temporal bounds)", len(out), maxRetryDelays)
+	}
+	if furrow.ChainSpan(out) > furrow.AttemptRetention {
+		// The most the delays may add up to: the attempt log's span less
+		// what ChainSpan adds to the delays for this many attempts.
+		most := furrow.AttemptRetention - furrow.ChainSpan(make([]time.Duration, len(out)))
+		return nil, fmt.Errorf("the delays add up to more than %s, the most for a chain of %d attempts to fit in the %d days the attempt log keeps",
+			most, len(out)+1, furrow.AttemptRetention/(24*time.Hour))
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"go.temporal.io/sdk/client"
@@ -24,10 +25,15 @@ func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logge
 	if err := store.MigrateWith(ctx, cfg.DatabaseURL, opts); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if cfg.SecretKeys == nil || cfg.TemporalAddress == "" {
+		if err := checkDevDataDir(cfg.DevDataDir); err != nil {
+			return fmt.Errorf("FURROW_DEV_DATA_DIR: %w", err)
+		}
+	}
 	if cfg.SecretKeys == nil {
 		keys, err := devSecretKeys(cfg.DevDataDir, log)
 		if err != nil {
-			return fmt.Errorf("dev key ring: %w", err)
+			return fmt.Errorf("FURROW_DEV_DATA_DIR: dev key ring: %w", err)
 		}
 		cfg.SecretKeys = keys
 	}
@@ -64,6 +70,22 @@ func runDev(ctx context.Context, cfg Config, obs *observability, log *slog.Logge
 		return err
 	}
 	return workerFatal(ctx)
+}
+
+// checkDevDataDir makes dir if it is missing and checks that files can be
+// made in it, before the parts that use it start: the dev key ring and the embedded
+// Temporal's SQLite files are kept there, and their own errors, late, would
+// not name the setting.
+func checkDevDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // serveAll runs s and the worker w until ctx ends.

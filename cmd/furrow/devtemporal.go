@@ -29,7 +29,8 @@ func startDevTemporal(ctx context.Context, cfg Config, log *slog.Logger) (addr, 
 		Logger:           log,
 	})
 	if err != nil {
-		return "", "", nil, fmt.Errorf("embedded Temporal: %w", err)
+		return "", "", nil, fmt.Errorf("embedded Temporal (FURROW_DEV_TEMPORAL_ADDR=%s, FURROW_DEV_UI_ADDR=%s, FURROW_DEV_DATA_DIR=%s): %w",
+			cfg.DevTemporalAddr, cfg.DevUIAddr, cfg.DevDataDir, err)
 	}
 	log.Info("embedded Temporal started", "frontend", srv.FrontendAddr(), "ui", srv.UIURL(), "data", cfg.DevDataDir)
 	return srv.FrontendAddr(), srv.UIURL(), func() { _ = srv.Stop() }, nil

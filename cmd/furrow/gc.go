@@ -1,9 +1,6 @@
 package main
 
-import (
-	"os"
-	"runtime/debug"
-)
+import "runtime/debug"
 
 // The garbage collector's pacing for `furrow serve`: its heap is mostly
 // short-lived request garbage over a small live set, so collecting at a
@@ -17,9 +14,9 @@ const (
 
 // paceGC applies serveGCPercent and serveMemoryLimit, each unless the
 // operator set GOGC or GOMEMLIMIT, whose word is final.
-func paceGC() {
-	gcPercentUnlessSet(serveGCPercent)
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+func paceGC(cfg Config) {
+	gcPercentUnlessSet(cfg, serveGCPercent)
+	if !cfg.GOMemLimitSet {
 		debug.SetMemoryLimit(serveMemoryLimit)
 	}
 }
@@ -29,11 +26,11 @@ func paceGC() {
 // same cores, added their pauses to the latencies it measures (p99 at
 // 3,333 readings/s 14 to 18 ms, against 6 ms with the bench at 400%). It
 // takes no memory limit: its heap is not the service's.
-func paceBenchGC() { gcPercentUnlessSet(serveGCPercent) }
+func paceBenchGC(cfg Config) { gcPercentUnlessSet(cfg, serveGCPercent) }
 
 // gcPercentUnlessSet sets the GC percent unless GOGC is set.
-func gcPercentUnlessSet(percent int) {
-	if _, set := os.LookupEnv("GOGC"); !set {
+func gcPercentUnlessSet(cfg Config, percent int) {
+	if !cfg.GOGCSet {
 		debug.SetGCPercent(percent)
 	}
 }

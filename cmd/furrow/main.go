@@ -166,7 +166,11 @@ type settings func() (Config, error)
 // runService runs one of the long-running commands with the profiler and
 // the metrics listener beside it.
 func runService(ctx context.Context, command string, cfg Config, log *slog.Logger, stdout io.Writer) error {
-	startPprof(cfg.PprofAddr, log)
+	stopPprof, err := startPprof(cfg.PprofAddr, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	obs, err := startObservability(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -47,15 +47,22 @@ func runProbe(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// serveProbes serves h (the worker's /healthz and /readyz) on addr until
-// the returned stop is called. A listen failure is logged, not fatal: the
-// worker still works, only its probes are missing.
-func serveProbes(addr string, h http.Handler, log *slog.Logger) (stop func()) {
+// listenProbes binds addr (FURROW_HTTP_ADDR) for the worker's /healthz
+// and /readyz. It is called first thing, and a busy address is an error
+// naming the setting, as for the metrics listener: a worker running on
+// without its probes would look dead, or another process's answers would
+// stand for its own.
+func listenProbes(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		log.Error("worker probes not served: set FURROW_HTTP_ADDR to a free address", "addr", addr, "error", err)
-		return func() {}
+		return nil, fmt.Errorf("worker probes listener (FURROW_HTTP_ADDR=%s): %w", addr, err)
 	}
+	return ln, nil
+}
+
+// serveProbes serves h (the worker's /healthz and /readyz) on ln until the
+// returned stop is called, which closes ln.
+func serveProbes(ln net.Listener, h http.Handler, log *slog.Logger) (stop func()) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

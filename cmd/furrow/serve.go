@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/furrowhq/furrow/temporal"
 )
@@ -16,12 +19,13 @@ var errNoTemporal = errors.New("FURROW_TEMPORAL_ADDRESS is required (host:port o
 // eager and the first attempt runs at once in this process (local
 // activity); retries and maintenance are left to `furrow worker`. Temporal
 // is dialled lazily so that readings are accepted, and kept in the outbox,
-// while it is down.
+// while it is down; a Temporal that answers but refuses the worker (an
+// unknown namespace, say) stops serve instead.
 func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Logger) error {
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
 	}
-	paceGC()
+	paceGC(cfg)
 	tc, err := temporal.DialLazy(temporalOptions(cfg, obs, log))
 	if err != nil {
 		return err
@@ -36,8 +40,27 @@ func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Log
 		s.close()
 		return err
 	}
-	s.stopWorker = temporal.StartRetrying(build, 30*time.Second, log).Stop
-	return s.run(ctx)
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	// A worker that cannot start for a reason retrying cannot cure stops
+	// serve, as it stops `furrow worker`; an unreachable Temporal is
+	// waited for.
+	s.stopWorker = temporal.StartRetrying(build, 30*time.Second, log, func(err error) {
+		stop(fmt.Errorf("%w: %w", errWorkerStart, namespaceHint(err, cfg)))
+	}).Stop
+	if err := s.run(ctx); err != nil {
+		return err
+	}
+	return workerFatal(ctx)
+}
+
+// namespaceHint adds to err, when Temporal does not know the namespace,
+// the setting that names it.
+func namespaceHint(err error, cfg Config) error {
+	if _, ok := errors.AsType[*serviceerror.NamespaceNotFound](err); ok {
+		return fmt.Errorf("%w (FURROW_TEMPORAL_NAMESPACE is %q: create that namespace, or name one that exists)", err, cfg.TemporalNamespace)
+	}
+	return err
 }
 
 // temporalOptions says which Temporal the configuration names.

@@ -15,7 +15,6 @@ import (
 	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/furrowhq/furrow/internal/redisclient"
 	"github.com/furrowhq/furrow/live"
-	"github.com/furrowhq/furrow/safehttp"
 	"github.com/furrowhq/furrow/store"
 	"github.com/furrowhq/furrow/telemetry"
 	"github.com/furrowhq/furrow/temporal"
@@ -30,6 +29,11 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
 	}
+	probes, err := listenProbes(cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	defer probes.Close() // on a return before they are served
 	tc, err := temporal.Dial(ctx, temporalOptions(cfg, obs, log))
 	if err != nil {
 		return err
@@ -45,7 +49,7 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 	}
 	go warnAtStart(ctx, db, log)
 	watchSecrets(obs.metrics, db, log)
-	defer serveProbes(cfg.HTTPAddr, api.Probes(db, log), log)()
+	defer serveProbes(probes, api.Probes(db, log), log)()
 	events, closeBus, err := workerBus(cfg, obs.metrics, log)
 	if err != nil {
 		return err
@@ -76,6 +80,11 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 // would take no task while its /readyz said it was ready.
 var errWorkerFatal = errors.New("the Temporal worker stopped on an error it does not retry")
 
+// errWorkerStart ends a serve whose worker cannot start for a reason
+// trying again cannot cure (temporal.Curable): the hazard of
+// errWorkerFatal, met at start.
+var errWorkerStart = errors.New("the Temporal worker cannot start")
+
 // stopOnFatal returns the OnFatalError of a process's worker: it logs err
 // and ends the process's context with it as the cause (workerFatal).
 func stopOnFatal(stop context.CancelCauseFunc, log *slog.Logger) func(error) {
@@ -85,9 +94,10 @@ func stopOnFatal(stop context.CancelCauseFunc, log *slog.Logger) func(error) {
 	}
 }
 
-// workerFatal returns the worker's fatal error if it ended ctx, else nil.
+// workerFatal returns the worker's fatal error, or the error that kept it
+// from starting, if it ended ctx, else nil.
 func workerFatal(ctx context.Context) error {
-	if err := context.Cause(ctx); errors.Is(err, errWorkerFatal) {
+	if err := context.Cause(ctx); errors.Is(err, errWorkerFatal) || errors.Is(err, errWorkerStart) {
 		return err
 	}
 	return nil
@@ -115,7 +125,7 @@ func workerBus(cfg Config, m *telemetry.Metrics, log *slog.Logger) (furrow.Event
 // the configured settings.
 func startWorker(ctx context.Context, cfg Config, log *slog.Logger, tc client.Client, w worker.Worker) error {
 	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+		return fmt.Errorf("start worker: %w", namespaceHint(err, cfg))
 	}
 	changes, err := temporal.EnsureSchedules(ctx, tc, temporal.ScheduleOptions{
 		SweepEvery: cfg.DeviceSweepEvery, OfflineAfter: cfg.DeviceOfflineAfter, ReadingsRetention: cfg.ReadingsRetention})
@@ -162,19 +172,15 @@ func workerBuilder(cfg Config, obs *observability, log *slog.Logger, tc client.C
 }
 
 // newActivities wires the activities to the store, the guarded webhook
-// HTTP client, the chain reporter, the live bus, the metrics and the
+// HTTP client of the configuration, the chain reporter, the live bus, the metrics and the
 // starter of redeliveries.
 func newActivities(cfg Config, obs *observability, log *slog.Logger, tc client.Client, db *store.DB, events furrow.EventPublisher) (*activities.Activities, error) {
-	hc, err := safehttp.New(safehttp.Options{AllowPrivate: cfg.WebhookAllowPrivate, CAFile: cfg.WebhookCAFile})
-	if err != nil {
-		return nil, fmt.Errorf("webhook HTTP client: %w", err)
-	}
 	pacer, err := newPacer(cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	return &activities.Activities{
-		Webhooks: db, Devices: db, Retention: db, HTTP: hc, Clock: furrow.SystemClock{}, Logger: log,
+		Webhooks: db, Devices: db, Retention: db, HTTP: cfg.WebhookClient, Clock: furrow.SystemClock{}, Logger: log,
 		Reporter: temporal.NewReporter(tc), Live: events, Metrics: obs.metrics, Pacer: pacer,
 		Redeliverer: temporal.NewControl(tc, cfg.RetrySchedule).WithMetrics(obs.metrics),
 	}, nil

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/temporal/devserver/devaddr"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
@@ -120,25 +120,14 @@ func (r *resolved) resolveAddrs(opts Options) error {
 	return nil
 }
 
-// splitAddr parses "ip:port". The server needs an IP to bind and to advertise,
-// so "localhost" is read as 127.0.0.1 and other names are refused.
+// splitAddr parses "ip:port" as devaddr.Split does; what names the address
+// in the error.
 func splitAddr(what, addr string) (string, int, error) {
-	host, portText, err := net.SplitHostPort(addr)
+	ip, port, err := devaddr.Split(addr)
 	if err != nil {
-		return "", 0, furrow.Errorf(furrow.EINVALID, "devserver: %s address %q: want ip:port", what, addr)
+		return "", 0, furrow.Errorf(furrow.EINVALID, "devserver: %s address %v", what, err)
 	}
-	if host == "localhost" || host == "" {
-		host = "127.0.0.1"
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return "", 0, furrow.Errorf(furrow.EINVALID, "devserver: %s address %q: host must be an IP address", what, addr)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, furrow.Errorf(furrow.EINVALID, "devserver: %s address %q: bad port", what, addr)
-	}
-	return ip.String(), port, nil
+	return ip, port, nil
 }
 
 // portHolds keeps the listeners of the ports chosen so far.
