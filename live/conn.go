@@ -36,10 +36,10 @@ const (
 	// once, and the rate lets it replace all of them in about half a minute.
 	subscribeBurst = MaxTopics
 	subscribeEvery = 500 * time.Millisecond
-	// farmCheckTTL is how long a connection remembers a farm's membership
-	// check, so that subscribing to more topics of the farm does not check
-	// again. It bounds how long a member removed from a farm may still
-	// subscribe to its topics on a connection open before.
+	// farmCheckTTL is how long a connection remembers that its user may
+	// watch a farm, so that subscribing to more topics of the farm does not
+	// check again. It bounds how long a member removed from a farm may
+	// still subscribe to its topics on a connection open before.
 	farmCheckTTL = time.Minute
 )
 
@@ -77,22 +77,15 @@ type conn struct {
 
 	// subscribes is the reader's token bucket of subscribe messages.
 	subscribes *rate.Limiter
-	// farms holds the farms whose membership check is remembered, at most
-	// MaxTopics of them.
-	farms map[uuid.UUID]farmCheck
+	// farms holds the farms the user may watch, each until its check
+	// expires, at most MaxTopics of them.
+	farms map[uuid.UUID]time.Time
 
 	mu   sync.Mutex // guards lost and sent
 	lost map[Topic]struct{}
 	// sent remembers the publications sent, so that one matching several
 	// of the connection's topics is sent once.
 	sent recentIDs
-}
-
-// farmCheck is a remembered membership check of a farm: authorize's
-// answer, nil or the error that refuses the farm, and until when it holds.
-type farmCheck struct {
-	err   error
-	until time.Time
 }
 
 type closeReason struct {
@@ -129,11 +122,11 @@ func newConn(s *Server, ws *websocket.Conn, authorize func(context.Context, Topi
 		confirms:   make(chan confirmation),
 		lostWake:   make(chan struct{}, 1),
 		subscribes: rate.NewLimiter(rate.Every(subscribeEvery), subscribeBurst),
-		farms:      make(map[uuid.UUID]farmCheck),
+		farms:      make(map[uuid.UUID]time.Time),
 		lost:       make(map[Topic]struct{}),
 	}
 	for _, f := range farms {
-		c.remember(f, nil, checkedAt)
+		c.remember(f, checkedAt)
 	}
 	return c
 }
@@ -433,29 +426,31 @@ func (c *conn) subscribe(ctx context.Context, r request) {
 	c.await(ctx, t, ready)
 }
 
-// mayWatch checks that the client may watch t, with the remembered check
-// of t's farm while it holds, else with authorize.
+// mayWatch checks that the client may watch t: by the remembered grant of
+// t's farm while it holds, else with authorize.
 func (c *conn) mayWatch(ctx context.Context, t Topic) error {
 	now := c.srv.now()
-	if fc, ok := c.farms[t.Farm]; ok && now.Before(fc.until) {
-		return fc.err
+	if until, ok := c.farms[t.Farm]; ok && now.Before(until) {
+		return nil
 	}
 	err := c.authorize(ctx, t)
-	// A failed check (the store's error, a timeout) says nothing of the
-	// farm and is asked again.
-	if furrow.ErrorCode(err) != furrow.EINTERNAL {
-		c.remember(t.Farm, err, now)
+	// Only a grant is remembered: a refusal's reason names its own topic,
+	// and a user added to the farm meanwhile is let in at once; a failed
+	// check (the store's error, a timeout) says nothing of the farm.
+	// Refusals are paced by the subscribe limit instead.
+	if err == nil {
+		c.remember(t.Farm, now)
 	}
 	return err
 }
 
-// remember keeps the check of farm made at, dropping expired ones to make
-// room; with MaxTopics farms remembered still, it is not kept: the
+// remember keeps the grant of farm checked at, dropping expired ones to
+// make room; with MaxTopics farms remembered still, it is not kept: the
 // connection cannot hold topics of more farms than that.
-func (c *conn) remember(farm uuid.UUID, err error, at time.Time) {
+func (c *conn) remember(farm uuid.UUID, at time.Time) {
 	if _, ok := c.farms[farm]; !ok && len(c.farms) >= MaxTopics {
-		for f, fc := range c.farms {
-			if !at.Before(fc.until) {
+		for f, until := range c.farms {
+			if !at.Before(until) {
 				delete(c.farms, f)
 			}
 		}
@@ -463,7 +458,7 @@ func (c *conn) remember(farm uuid.UUID, err error, at time.Time) {
 			return
 		}
 	}
-	c.farms[farm] = farmCheck{err: err, until: at.Add(farmCheckTTL)}
+	c.farms[farm] = at.Add(farmCheckTTL)
 }
 
 // answerHeld answers a subscribe of a topic subscribed already as it

@@ -1,6 +1,7 @@
 package live_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -65,17 +66,19 @@ func TestMembershipCheckRemembered(t *testing.T) {
 		expectControl(t, c, "subscribed", tp.String())
 	}
 	checks(1)
-	forbidden := live.FarmTopic(w.farmB).String()
-	for range 2 {
-		send(t, c, map[string]string{"type": "subscribe", "topic": forbidden})
-		if m := expectControl(t, c, "error", forbidden); m.Error != furrow.EFORBIDDEN {
-			t.Fatalf("got %+v, want %s", m, furrow.EFORBIDDEN)
+	// A refusal is not remembered: each is checked, and its reason names
+	// its own topic.
+	for i, tp := range []live.Topic{live.FarmTopic(w.farmB), live.EventsTopic(w.farmB)} {
+		send(t, c, map[string]string{"type": "subscribe", "topic": tp.String()})
+		m := expectControl(t, c, "error", tp.String())
+		if m.Error != furrow.EFORBIDDEN || !strings.Contains(m.Reason, tp.String()) {
+			t.Fatalf("got %+v, want %s naming %s", m, furrow.EFORBIDDEN, tp)
 		}
+		checks(int64(2 + i))
 	}
-	checks(2)
 	clock.Advance(live.FarmCheckTTL)
 	another := live.MetricTopic(w.farmA, device, 2).String()
 	send(t, c, map[string]string{"type": "subscribe", "topic": another})
 	expectControl(t, c, "subscribed", another)
-	checks(3)
+	checks(4)
 }

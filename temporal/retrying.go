@@ -15,10 +15,11 @@ import (
 // RetryingWorker starts a worker once Temporal answers, so that a process
 // can start, and do its other work, while Temporal is down. A worker the
 // SDK stops on an error it does not retry is replaced the same way, rather
-// than held while it takes no task. A start that fails for a reason
-// trying again cannot cure (not Curable: an unknown namespace, say) ends
-// the retries and is handed to the process, which would otherwise run on
-// without a worker while it looked ready.
+// than held while it takes no task. A start that fails for a reason only
+// a change of configuration cures (not Curable: an unknown namespace, say)
+// is handed to the process to say so loudly, and tried again like any
+// other: the namespace may be being registered, and the process has other
+// work meanwhile (serve keeps readings in the outbox).
 type RetryingWorker struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -30,9 +31,9 @@ type RetryingWorker struct {
 // StartRetrying builds a worker with build and starts it, again with a fresh
 // one after each failure to start or fatal error (a worker cannot be
 // started twice), waiting up to maxWait between tries. build must make
-// onFatal the worker's OnFatalError (WorkerOptions). A failure to start
-// that is not Curable is passed to incurable, once, and nothing is tried
-// after it.
+// onFatal the worker's OnFatalError (WorkerOptions). Each failure to
+// start that is not Curable is passed to incurable, which logs it, in
+// place of the loop's warning.
 func StartRetrying(build func(onFatal func(error)) worker.Worker, maxWait time.Duration, log *slog.Logger, incurable func(error)) *RetryingWorker {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &RetryingWorker{cancel: cancel, done: make(chan struct{})}
@@ -53,9 +54,7 @@ func (r *RetryingWorker) loop(ctx context.Context, build func(onFatal func(error
 		})
 		switch err := w.Start(); {
 		case err != nil && !Curable(err):
-			log.Error("worker cannot start, and trying again will not change that", "err", err)
 			incurable(err)
-			return
 		case err != nil:
 			log.Warn("worker cannot start yet; retrying", "err", err, "retry_in", wait)
 		default:

@@ -221,12 +221,27 @@ func tracingConfig(getenv func(string) string) (on bool, protocol string, err er
 		return false, protocol, nil // off: neither is read
 	}
 	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return false, "", fmt.Errorf("%s: %q is not a URL such as http://collector:4318 (OTLP over HTTP) or http://collector:4317 (gRPC): the scheme, http or https, and the host are required", endpoint, v)
+		return false, "", fmt.Errorf("%s: %s is not a URL such as http://collector:4318 (OTLP over HTTP) or http://collector:4317 (gRPC): the scheme, http or https, and the host are required", endpoint, shownURL(v))
 	}
 	if err := telemetry.CheckOTLPProtocol(protocol); err != nil {
 		return false, "", fmt.Errorf("%s: %w", proto, err)
 	}
 	return true, protocol, nil
+}
+
+// shownURL is v quoted for an error, without the credentials a URL may
+// carry before its host: the user part is dropped, and a value that does
+// not parse but holds an @ is not shown at all.
+func shownURL(v string) string {
+	u, err := url.Parse(v)
+	switch {
+	case err == nil:
+		u.User = nil
+		return strconv.Quote(u.String())
+	case strings.Contains(v, "@"):
+		return "the value (not shown: it may hold credentials)"
+	}
+	return strconv.Quote(v)
 }
 
 // checkGOGC checks GOGC as the runtime reads it: "off" or a whole
@@ -339,11 +354,12 @@ func checkListenAddr(addr string) error {
 }
 
 // checkDialAddr checks that addr is host:port as the Temporal client dials
-// it: no scheme or path, and a port number. The client would take
-// http://host:7233 for the host "http" and notahost for a name without a
-// port, and dial either in vain for ever.
+// it: no scheme or path, and a port number; or gRPC's dns:///host:port,
+// which spreads the calls over every address of the name. The client
+// would take http://host:7233 for the host "http" and notahost for a name
+// without a port, and dial either in vain for ever.
 func checkDialAddr(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "dns:///"))
 	if err != nil || strings.ContainsAny(host, "/@?#") {
 		return fmt.Errorf("%q is not host:port, such as temporal-frontend:7233 or 127.0.0.1:7233 (no scheme)", addr)
 	}

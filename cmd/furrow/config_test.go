@@ -266,7 +266,8 @@ func TestConfigTemporalAddress(t *testing.T) {
 	const name = "FURROW_TEMPORAL_ADDRESS"
 	checkRefused(t, []badSetting{
 		{one(name, "http://127.0.0.1:7233"), name, []string{`"http://127.0.0.1:7233"`, "is not host:port"}},
-		{one(name, "dns:///temporal:7233"), name, []string{"is not host:port"}},
+		{one(name, "dns://resolver/temporal:7233"), name, []string{"is not host:port"}},
+		{one(name, "dns:///temporal"), name, []string{"is not host:port"}},
 		{one(name, "notahost"), name, []string{`"notahost"`, "is not host:port"}},
 		{one(name, "temporal:"), name, []string{"not a port number"}},
 		{one(name, "temporal:frontend"), name, []string{"not a port number"}},
@@ -275,6 +276,7 @@ func TestConfigTemporalAddress(t *testing.T) {
 	}, "")
 	checkAccepted(t, []map[string]string{
 		one(name, "temporal-frontend:7233"), one(name, "127.0.0.1:7233"), one(name, "[::1]:7233"), one(name, ""),
+		one(name, "dns:///temporal-frontend:7233"),
 	})
 }
 
@@ -364,6 +366,13 @@ func TestConfigTracing(t *testing.T) {
 		{one(endpoint, "http://"), endpoint, []string{"is not a URL"}},
 		{map[string]string{endpoint: url, tracesEndpoint: "collector:4318"}, tracesEndpoint, []string{"is not a URL"}},
 	}, "")
+	// Credentials before the host never reach the error.
+	for _, v := range []string{"ftp://user:s3cret@collector:4318", "s3cret@collector:4318", "http://user:s3cret@"} {
+		_, err := loadConfig(env(one(endpoint, v)))
+		if err == nil || !strings.Contains(err.Error(), endpoint) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s=%s: got %v; want an error naming the variable without the credentials", endpoint, v, err)
+		}
+	}
 	for _, c := range []struct {
 		env      map[string]string
 		on       bool

@@ -19,8 +19,7 @@ var errNoTemporal = errors.New("FURROW_TEMPORAL_ADDRESS is required (host:port o
 // eager and the first attempt runs at once in this process (local
 // activity); retries and maintenance are left to `furrow worker`. Temporal
 // is dialled lazily so that readings are accepted, and kept in the outbox,
-// while it is down; a Temporal that answers but refuses the worker (an
-// unknown namespace, say) stops serve instead.
+// while it is down or refuses the worker.
 func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Logger) error {
 	if cfg.TemporalAddress == "" {
 		return errNoTemporal
@@ -40,18 +39,16 @@ func runServe(ctx context.Context, cfg Config, obs *observability, log *slog.Log
 		s.close()
 		return err
 	}
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	// A worker that cannot start for a reason retrying cannot cure stops
-	// serve, as it stops `furrow worker`; an unreachable Temporal is
-	// waited for.
+	// A worker refused for a reason only a change of configuration cures
+	// (an unknown namespace, say) is an error in the log at every try, but
+	// serve runs on: its readings wait in the outbox, not lost, and the
+	// namespace may be being registered (`furrow worker` exits instead,
+	// having nothing else to do).
 	s.stopWorker = temporal.StartRetrying(build, 30*time.Second, log, func(err error) {
-		stop(fmt.Errorf("%w: %w", errWorkerStart, namespaceHint(err, cfg)))
+		log.Error("the Temporal worker cannot start until Temporal or Furrow's settings change; readings are kept in the outbox; retrying",
+			"err", namespaceHint(err, cfg))
 	}).Stop
-	if err := s.run(ctx); err != nil {
-		return err
-	}
-	return workerFatal(ctx)
+	return s.run(ctx)
 }
 
 // namespaceHint adds to err, when Temporal does not know the namespace,

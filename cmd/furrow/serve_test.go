@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/internal/testenv/testtemporal"
@@ -34,30 +37,66 @@ func serveEnv(t *testing.T, temporalAddr string, more map[string]string) (func(s
 	return env(e), api
 }
 
-// `furrow serve` with a namespace its Temporal does not have ends at start
-// with exit 1 and an error naming the setting, as `furrow worker` does,
-// rather than answering /readyz 200 while its worker retries for ever.
-func TestServeAndWorkerStopOnAnUnknownNamespace(t *testing.T) {
+// `furrow worker` with a namespace its Temporal does not have ends at start
+// with exit 1 and an error naming the setting.
+func TestWorkerStopsOnAnUnknownNamespace(t *testing.T) {
 	srv := testtemporal.New(t)
-	for _, cmd := range []string{"serve", "worker"} {
-		e, _ := serveEnv(t, srv.FrontendAddr(), map[string]string{"FURROW_TEMPORAL_NAMESPACE": "no-such-namespace"})
-		ctx, cancel := context.WithCancel(context.Background())
-		stderr := &testenv.Buffer{}
-		done := make(chan error, 1)
-		go func() { done <- run(ctx, []string{cmd}, e, &bytes.Buffer{}, stderr) }()
-		select {
-		case err := <-done:
-			var nf *serviceerror.NamespaceNotFound
-			code := report(err, &bytes.Buffer{})
-			if code != 1 || !errors.As(err, &nf) || !strings.Contains(err.Error(), `FURROW_TEMPORAL_NAMESPACE is "no-such-namespace"`) {
-				t.Errorf("furrow %s ended with %v (exit %d); want exit 1 with the namespace's error naming the setting", cmd, err, code)
+	e, _ := serveEnv(t, srv.FrontendAddr(), map[string]string{"FURROW_TEMPORAL_NAMESPACE": "no-such-namespace"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, []string{"worker"}, e, &bytes.Buffer{}, &testenv.Buffer{})
+	var nf *serviceerror.NamespaceNotFound
+	if code := report(err, &bytes.Buffer{}); code != 1 || !errors.As(err, &nf) || !strings.Contains(err.Error(), `FURROW_TEMPORAL_NAMESPACE is "no-such-namespace"`) {
+		t.Errorf("furrow worker ended with %v (exit %d); want exit 1 with the namespace's error naming the setting", err, code)
+	}
+}
+
+// `furrow serve` with a namespace its Temporal does not have yet stays
+// ready (its readings wait in the outbox), says at each try of its worker
+// that the namespace is missing, naming the setting, and starts the worker
+// once the namespace is registered: by a setup job running beside it, say.
+func TestServeWaitsForItsNamespace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs serve for seconds")
+	}
+	srv := testtemporal.New(t)
+	e, api := serveEnv(t, srv.FrontendAddr(), map[string]string{"FURROW_TEMPORAL_NAMESPACE": "late"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &testenv.Buffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve"}, e, &bytes.Buffer{}, stderr) }()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.After(45 * time.Second)
+		for !ok() {
+			select {
+			case err := <-done:
+				t.Fatalf("furrow serve stopped before %s: %v; stderr:\n%s", what, err, stderr)
+			case <-deadline:
+				t.Fatalf("not %s within 45 s; stderr:\n%s", what, stderr)
+			case <-time.After(50 * time.Millisecond):
 			}
-		case <-time.After(30 * time.Second):
-			cancel()
-			<-done
-			t.Errorf("furrow %s still running 30 s after start with an unknown namespace; stderr:\n%s", cmd, stderr)
 		}
-		cancel()
+	}
+	waitFor("ready, telling of the namespace", func() bool {
+		return answers(t, "http://"+api+"/readyz", http.StatusOK) &&
+			strings.Contains(stderr.String(), `FURROW_TEMPORAL_NAMESPACE is \"late\"`)
+	})
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: srv.FrontendAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: "late", WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("its worker started", func() bool { return strings.Contains(stderr.String(), "worker started") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("furrow serve stopped with %v", err)
 	}
 }
 

@@ -80,11 +80,6 @@ func runWorker(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 // would take no task while its /readyz said it was ready.
 var errWorkerFatal = errors.New("the Temporal worker stopped on an error it does not retry")
 
-// errWorkerStart ends a serve whose worker cannot start for a reason
-// trying again cannot cure (temporal.Curable): the hazard of
-// errWorkerFatal, met at start.
-var errWorkerStart = errors.New("the Temporal worker cannot start")
-
 // stopOnFatal returns the OnFatalError of a process's worker: it logs err
 // and ends the process's context with it as the cause (workerFatal).
 func stopOnFatal(stop context.CancelCauseFunc, log *slog.Logger) func(error) {
@@ -94,10 +89,9 @@ func stopOnFatal(stop context.CancelCauseFunc, log *slog.Logger) func(error) {
 	}
 }
 
-// workerFatal returns the worker's fatal error, or the error that kept it
-// from starting, if it ended ctx, else nil.
+// workerFatal returns the worker's fatal error if it ended ctx, else nil.
 func workerFatal(ctx context.Context) error {
-	if err := context.Cause(ctx); errors.Is(err, errWorkerFatal) || errors.Is(err, errWorkerStart) {
+	if err := context.Cause(ctx); errors.Is(err, errWorkerFatal) {
 		return err
 	}
 	return nil
