@@ -55,18 +55,7 @@ func TestNoSubscribedAfterUnsubscribed(t *testing.T) {
 	bus := newBus(tr.hub, tr, queueSize, 0, nil)
 	defer bus.Close()
 	srv := NewServer(Deps{Bus: bus})
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = srv.Accept(w, r, Client{User: uuid.New(), Authorize: func(context.Context, Topic) error { return nil }})
-	}))
-	defer hs.Close()
-	defer srv.Shutdown(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
+	ctx, ws := dialAccepting(t, srv, func(context.Context, Topic) error { return nil })
 	request := func(typ string, t2 Topic) {
 		b, _ := json.Marshal(clientMessage{Type: typ, Topic: t2.String()})
 		if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
@@ -160,25 +149,14 @@ func TestRepliesInOrder(t *testing.T) {
 	defer bus.Close()
 	srv := NewServer(Deps{Bus: bus})
 	checking, release := make(chan struct{}, 1), make(chan struct{})
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = srv.Accept(w, r, Client{User: uuid.New(), Authorize: func(ctx context.Context, _ Topic) error {
-			checking <- struct{}{}
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return nil
-		}})
-	}))
-	defer hs.Close()
-	defer srv.Shutdown(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
+	ctx, ws := dialAccepting(t, srv, func(ctx context.Context, _ Topic) error {
+		checking <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
 	topic := FarmTopic(uuid.New()).String()
 	sent := []string{
 		`{"type":"subscribe","topic":"` + topic + `"}`,
@@ -219,4 +197,24 @@ func TestRepliesInOrder(t *testing.T) {
 			t.Fatalf("answer %d to %s: got %s, want %+v with a reason", i+1, sent[i], b, w)
 		}
 	}
+}
+
+// dialAccepting serves srv, accepting every connection with authorize as
+// its farm check, and dials it; the server, srv and the connection end
+// with t, and the context returned bounds the test's calls to 30 s.
+func dialAccepting(t *testing.T, srv *Server, authorize func(context.Context, Topic) error) (context.Context, *websocket.Conn) {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = srv.Accept(w, r, Client{User: uuid.New(), Authorize: authorize})
+	}))
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) }) // before hs.Close: cleanups run last first
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	return ctx, ws
 }

@@ -225,16 +225,7 @@ func TestHelmConnectionBudget(t *testing.T) {
 		for _, k := range path {
 			v = v.(map[string]any)[k]
 		}
-		switch n := v.(type) {
-		case int:
-			return n
-		case int64:
-			return int(n)
-		case float64:
-			return int(n)
-		}
-		t.Fatalf("%v is %T, not a number", path, v)
-		return 0
+		return toInt(t, v)
 	}
 	serve := num(vals, "serve", "replicas")
 	if vals["serve"].(map[string]any)["autoscaling"].(map[string]any)["enabled"] == true {
