@@ -63,14 +63,7 @@ func TestNoSubscribedAfterUnsubscribed(t *testing.T) {
 		}
 	}
 	next := func() serverMessage {
-		_, b, err := ws.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m serverMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
+		m, _ := readServerMessage(t, ctx, ws)
 		return m
 	}
 	farm := uuid.New()
@@ -185,14 +178,7 @@ func TestRepliesInOrder(t *testing.T) {
 	queuedWithin(srv, len(sent)-1, 2*time.Second)
 	close(release)
 	for i, w := range want {
-		_, b, err := ws.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m serverMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
+		m, b := readServerMessage(t, ctx, ws)
 		if m.Type != w.Type || m.Topic != w.Topic || m.Error != w.Error || (m.Type == "error" && m.Reason == "") {
 			t.Fatalf("answer %d to %s: got %s, want %+v with a reason", i+1, sent[i], b, w)
 		}
@@ -217,4 +203,18 @@ func dialAccepting(t *testing.T, srv *Server, authorize func(context.Context, To
 	}
 	t.Cleanup(func() { _ = ws.CloseNow() })
 	return ctx, ws
+}
+
+// readServerMessage reads the next message from ws, decoded and as sent.
+func readServerMessage(t *testing.T, ctx context.Context, ws *websocket.Conn) (serverMessage, []byte) {
+	t.Helper()
+	_, b, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m serverMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m, b
 }
