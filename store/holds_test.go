@@ -134,11 +134,7 @@ func TestHoldEventDaysHoldsTheirDays(t *testing.T) {
 func TestDispatchedLateEventHoldsItsDayForTheChain(t *testing.T) {
 	ctx := context.Background()
 	clock, db, url, fx := subscribedFarm(t)
-	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
-	if err != nil || !e.Pending {
-		t.Fatalf("CreateEvent = %+v, %v; want a pending event", e, err)
-	}
-	setClock(clock, time.Date(2031, 4, 10, 1, 0, 0, 0, time.UTC))
+	e := pendingEventPastRetention(t, db, clock, fx)
 	wantFound(t, "retention before its dispatch", pruneThenFind(t, db, clock, e.ID), true)
 	clock.Advance(30 * time.Minute)
 	if err := db.MarkDispatched(ctx, []string{e.ID}); err != nil {
@@ -162,11 +158,7 @@ func TestDispatchedLateEventHoldsItsDayForTheChain(t *testing.T) {
 func TestKeptPartitionTakesNoLock(t *testing.T) {
 	ctx := context.Background()
 	clock, db, url, fx := subscribedFarm(t)
-	e, err := db.CreateEvent(ctx, furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
-	if err != nil || !e.Pending {
-		t.Fatalf("CreateEvent = %+v, %v; want a pending event", e, err)
-	}
-	setClock(clock, time.Date(2031, 4, 10, 1, 0, 0, 0, time.UTC))
+	e := pendingEventPastRetention(t, db, clock, fx)
 	reader, err := connect(t, url).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -260,5 +252,18 @@ func storeEvent(t *testing.T, db *store.DB, fx fixture) furrow.OutboxEvent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// pendingEventPastRetention stores an event its farm's webhook is to get,
+// not yet dispatched, and moves the clock to when its day is past
+// retention.
+func pendingEventPastRetention(t *testing.T, db *store.DB, clock *testclock.Clock, fx fixture) furrow.OutboxEvent {
+	t.Helper()
+	e, err := db.CreateEvent(context.Background(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: fx.farm.ID})
+	if err != nil || !e.Pending {
+		t.Fatalf("CreateEvent = %+v, %v; want a pending event", e, err)
+	}
+	setClock(clock, time.Date(2031, 4, 10, 1, 0, 0, 0, time.UTC))
 	return e
 }
