@@ -48,6 +48,11 @@ type Config struct {
 	// starts again once the body is in: the server's ReadTimeout bounds a
 	// slow body. Default 5 s.
 	RequestTimeout time.Duration
+	// WriteTimeout is the server's write timeout. Once a body is in, the
+	// answer is given it again from then, as the work is given its
+	// RequestTimeout again: a slow body must not leave a stored reading
+	// without time to tell the device. Default 3 × RequestTimeout.
+	WriteTimeout time.Duration
 }
 
 // Pinger reports whether a dependency (the database) is reachable.
@@ -118,6 +123,9 @@ func New(cfg Config, deps Deps) http.Handler {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 3 * cfg.RequestTimeout
 	}
 	if deps.Clock == nil {
 		deps.Clock = furrow.SystemClock{}

@@ -17,6 +17,10 @@ const certHeader = "X-Client-Cert-CN"
 var (
 	errCredentialMissing = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is missing: send Authorization: Bearer <key>.")
 	errCredentialInvalid = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is invalid; issue a new key in the app.")
+	// errCertificateInvalid refuses a verified certificate whose CN names
+	// no device: a new key would not help, a certificate for a claimed
+	// device would.
+	errCertificateInvalid = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is invalid: the client certificate names no claimed device (its CN must be device:<device uuid>).")
 )
 
 // deviceCredential is an authenticated device and its rate-limit key.
@@ -91,15 +95,18 @@ func (s *server) recheckDue(cred deviceCredential, refusal error) bool {
 func (s *server) deviceByCert(ctx context.Context, cn string) (deviceCredential, error) {
 	rest, ok := strings.CutPrefix(cn, "device:")
 	if !ok {
-		return deviceCredential{}, errCredentialInvalid
+		return deviceCredential{}, errCertificateInvalid
 	}
 	id, err := parseUUID(rest)
 	if err != nil {
-		return deviceCredential{}, errCredentialInvalid
+		return deviceCredential{}, errCertificateInvalid
 	}
 	d, err := s.Devices.DeviceByID(ctx, id)
 	if err != nil {
-		return deviceCredential{}, unauthorizedOr(err)
+		if err = unauthorizedOr(err); err == errCredentialInvalid {
+			err = errCertificateInvalid
+		}
+		return deviceCredential{}, err
 	}
 	return deviceCredential{device: d, key: "cert:" + d.ID.String()}, nil
 }

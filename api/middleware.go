@@ -118,7 +118,7 @@ const livePath = "/api/live"
 // the work.
 func (s *server) deadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d := &requestDeadline{base: r.Context(), timeout: s.cfg.RequestTimeout}
+		d := &requestDeadline{base: r.Context(), timeout: s.cfg.RequestTimeout, write: s.cfg.WriteTimeout}
 		defer d.stop()
 		next.ServeHTTP(w, r.WithContext(d.start(context.WithValue(r.Context(), deadlineKey{}, d))))
 	})
@@ -133,7 +133,8 @@ type requestDeadline struct {
 	// when the client goes, not by time.
 	base    context.Context
 	timeout time.Duration
-	cancel  func() // ends the current deadline
+	write   time.Duration // the server's write timeout
+	cancel  func()        // ends the current deadline
 }
 
 // start returns a context with ctx's values (the request id, the user,
@@ -155,10 +156,14 @@ func (d *requestDeadline) stop() {
 }
 
 // restartDeadline gives what is left of r's handling the whole request
-// deadline again. It changes r in place, so that a handler goes on with
-// the new context without being handed it.
-func restartDeadline(r *http.Request) {
+// deadline again, and its answer the whole write timeout: the server set
+// that one when the headers were in, so a body that took most of it would
+// leave work done (a reading stored) with no time to say so. It changes r
+// in place, so that a handler goes on with the new context without being
+// handed it. A writer that cannot move its deadline (a test's) keeps its own.
+func restartDeadline(w http.ResponseWriter, r *http.Request) {
 	if d, ok := r.Context().Value(deadlineKey{}).(*requestDeadline); ok {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d.write))
 		*r = *r.WithContext(d.start(r.Context()))
 	}
 }

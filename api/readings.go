@@ -152,7 +152,7 @@ func retryAfterSeconds(d time.Duration) int {
 // tell it to drop the reading.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	restartDeadline(r)
+	restartDeadline(w, r)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/furrowhq/furrow"
 )
 
 // Bounds of the slow-body tests: a body sent slowLag after its headers
@@ -135,5 +138,38 @@ func TestSlowBadBodyKeepsItsAnswer(t *testing.T) {
 				t.Fatalf("got %.60q, want %d", answer, want)
 			}
 		})
+	}
+}
+
+// slowReadings stores a reading after d: a PostgreSQL that takes a
+// moment, well inside the request's deadline.
+type slowReadings struct {
+	furrow.ReadingService
+	d time.Duration
+}
+
+func (s slowReadings) CreateReading(ctx context.Context, r furrow.Reading, k *furrow.SecretHash) (furrow.Reading, furrow.OutboxEvent, error) {
+	time.Sleep(s.d)
+	return s.ReadingService.CreateReading(ctx, r, k)
+}
+
+// A body that took most of the server's write timeout, then a store that
+// takes a moment, still gets its answer written: the reading is stored,
+// so a device left without its 201 would send it again.
+func TestSlowBodyStillGetsItsAnswer(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RequestTimeout = 2 * time.Second
+	h.cfg.WriteTimeout = slowReadTimeout
+	h.deps.Readings = slowReadings{h.deps.Readings, 1500 * time.Millisecond}
+	h.rebuild()
+	srv := httptest.NewUnstartedServer(h.handler)
+	srv.Config.ReadTimeout = slowReadTimeout
+	srv.Config.WriteTimeout = slowReadTimeout
+	srv.Start()
+	t.Cleanup(srv.Close)
+	answer := sendSlowly(t, srv.Listener.Addr().String(), "/api/metric-values",
+		"Authorization: Bearer "+h.deviceKey+"\r\n", readingBody(h.device.ID.String(), "220", "1"), 4*time.Second)
+	if n := len(h.readings()); !strings.HasPrefix(answer, "HTTP/1.1 201 ") || n != 1 {
+		t.Fatalf("%d readings stored, the device got %q; want one stored and its 201", n, answer)
 	}
 }

@@ -88,6 +88,7 @@ func newServer(ctx context.Context, cfg Config, obs *observability, log *slog.Lo
 		AllowPrivateWebhooks: cfg.WebhookAllowPrivate,
 		Thresholds:           furrow.Thresholds{StaleAfter: cfg.DeviceStaleAfter, OfflineAfter: cfg.DeviceOfflineAfter},
 		RequestTimeout:       cfg.Bounds.Request,
+		WriteTimeout:         cfg.Bounds.Write,
 	}, api.Deps{
 		Users: db, Farms: db, Devices: db, Readings: obs.tracing.Readings(db), Events: db, Webhooks: db,
 		Limiter: limits.readings, TestLimiter: limits.tests, Publisher: s.bus, EventPublisher: s.bus, Waker: s.dispatcher, Delivery: control,
