@@ -3,19 +3,27 @@ package furrow
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // ValidateMaxPerSecond checks a webhook's delivery rate: nil is unlimited;
-// otherwise a positive number of attempts a second, at most
+// otherwise a number of attempts a second from MinPerSecondBound to
 // MaxPerSecondBound.
 func ValidateMaxPerSecond(v *float64) error {
 	if v == nil {
 		return nil
 	}
-	if math.IsNaN(*v) || *v <= 0 || *v > MaxPerSecondBound {
-		return Errorf(EINVALID, "The field max_per_second must be null or a number above 0 and at most %d.", MaxPerSecondBound)
+	if math.IsNaN(*v) || *v < MinPerSecondBound || *v > MaxPerSecondBound {
+		return Errorf(EINVALID, "The field max_per_second must be null or a number from %g to %d.", MinPerSecondBound, MaxPerSecondBound)
 	}
 	return nil
+}
+
+// PaceInterval is the time between two attempts at perSecond, at least
+// 1 µs. A rate below MinPerSecondBound (stored before that was a bound)
+// is paced at it, so that the interval never overflows.
+func PaceInterval(perSecond float64) time.Duration {
+	return max(time.Duration(math.Round(float64(time.Second)/max(perSecond, MinPerSecondBound))), time.Microsecond)
 }
 
 // RateText says a rate of attempts a second in words, as the delivery

@@ -81,6 +81,9 @@ const (
 	// MaxPerSecondBound is the highest delivery rate an owner may set on a
 	// webhook (max_per_second).
 	MaxPerSecondBound = 1000
+	// MinPerSecondBound is the lowest: one attempt in 1,000 s. Slower rates
+	// would not be paced better, and far slower ones overflow a Duration.
+	MinPerSecondBound = 0.001
 )
 
 // chainSlack is the part of ChainSpan that covers what else delays a

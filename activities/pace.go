@@ -74,7 +74,7 @@ func (a *Activities) pace(ctx context.Context, in DeliverInput, w furrow.Webhook
 		}
 		if wait > budget {
 			a.metrics().DeliveryThrottled()
-			spread := min(10*time.Duration(float64(time.Second)/rate), maxSpread)
+			spread := min(10*furrow.PaceInterval(rate), maxSpread)
 			return wait + time.Duration(rand.Int64N(int64(spread)+1)), false
 		}
 		budget -= wait

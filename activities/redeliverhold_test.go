@@ -157,10 +157,11 @@ func TestAttemptOfAnOldEventHoldsItsDay(t *testing.T) {
 // redelivery queued behind many at a low max_per_second) holds the event's
 // day past the wait: the attempt after it still finds the event.
 func TestThrottledAttemptOfAnOldEventHoldsItsDayPastTheWait(t *testing.T) {
-	rate := 0.00001 // a slot every 100,000 s
+	rate := furrow.MinPerSecondBound // a slot every 1,000 s
 	o := newOldEvent(t, &rate)
 	pacer := ratelimit.NewLocalPacer(o.clock)
-	for range 2 { // the slots of two deliveries queued ahead
+	queued := int(furrow.ChainSpan(nil)/furrow.PaceInterval(rate)) + 2
+	for range queued { // the slots of the deliveries queued ahead, past a chain's span
 		if _, err := pacer.Reserve(context.Background(), o.hook.ID, rate); err != nil {
 			t.Fatal(err)
 		}

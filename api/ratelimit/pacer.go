@@ -112,7 +112,7 @@ func NewPacer(client *redis.Client, prefix string, logger *slog.Logger) *Pacer {
 // returns how long until it comes. The slot is the caller's: it sends then,
 // without asking again.
 func (p *Pacer) Reserve(ctx context.Context, webhookID uuid.UUID, perSecond float64) (time.Duration, error) {
-	args := []any{intervalOf(perSecond).Microseconds()}
+	args := []any{furrow.PaceInterval(perSecond).Microseconds()}
 	return p.run(ctx, reserveSlot, "", webhookID, args, func(ctx context.Context) (time.Duration, error) {
 		return p.local.Reserve(ctx, webhookID, perSecond)
 	})
@@ -146,7 +146,7 @@ func (p *Pacer) Sent(ctx context.Context, webhookID, sendID uuid.UUID) error {
 // reaches its receiver a little after it is written, and a receiver timing
 // the requests as it reads them must not find one second with one more.
 func sendWindow(perSecond float64) (time.Duration, int) {
-	window := max(time.Second, intervalOf(perSecond))
+	window := max(time.Second, furrow.PaceInterval(perSecond))
 	return window + window/100, max(1, int(math.Floor(perSecond*window.Seconds()+1e-9)))
 }
 
@@ -171,11 +171,6 @@ func (p *Pacer) run(ctx context.Context, script *redis.Script, kind string, webh
 		p.logger.Info("the delivery-rate store answers again; webhook rates are shared again")
 	}
 	return time.Duration(us) * time.Microsecond, nil
-}
-
-// intervalOf is the time between two slots at perSecond, at least 1 µs.
-func intervalOf(perSecond float64) time.Duration {
-	return max(time.Duration(math.Round(float64(time.Second)/perSecond)), time.Microsecond)
 }
 
 // maxLocalKeys bounds the webhooks a LocalPacer remembers before it forgets
@@ -211,7 +206,7 @@ func (l *LocalPacer) Reserve(_ context.Context, webhookID uuid.UUID, perSecond f
 	if slot.Before(now) {
 		slot = now
 	}
-	l.next[webhookID] = slot.Add(intervalOf(perSecond))
+	l.next[webhookID] = slot.Add(furrow.PaceInterval(perSecond))
 	return slot.Sub(now), nil
 }
 
