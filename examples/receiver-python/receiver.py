@@ -10,7 +10,13 @@ It verifies either signature of a delivery over the raw body bytes:
   of the secret after its whsec_ prefix;
 
 rejects timestamps more than 5 minutes from now, acknowledges at once with
-204, and drops events it has seen (deliveries are at-least-once).
+204, and drops events it has seen (deliveries are at-least-once, and a
+captured delivery replayed within those 5 minutes verifies again).
+
+It reads a body only with a valid Content-Length of at most MAX_BODY bytes
+(1 MiB): a missing, malformed or negative one is 400, a larger one 413.
+Each read or write on a connection waits at most TIMEOUT seconds (10), so
+a client that stops sending cannot hold a thread.
 
 WEBHOOK_SECRET holds one secret, or several separated by commas while a
 secret is rotated: a delivery signed with any of them is accepted.
@@ -29,6 +35,7 @@ import hmac
 import http.server
 import json
 import os
+import string
 import sys
 import threading
 import time
@@ -36,6 +43,8 @@ import time
 TOLERANCE_MS = 5 * 60 * 1000
 MAX_BODY = 1 << 20
 MAX_HEADER = 4096
+TIMEOUT = 10  # seconds each read or write on a connection may wait
+HEX_DIGITS = frozenset(string.hexdigits)
 PREFIX = "whsec_"
 
 
@@ -81,13 +90,11 @@ def verify_service_signature(secrets, header, body, now_ms):
             t = value
             _digits(value, "t")
         elif key == "v1":
-            try:
-                raw = bytes.fromhex(value)
-            except ValueError:
+            # Exactly 64 hex digits: bytes.fromhex alone would also take
+            # blanks between them, which the Go verifier refuses.
+            if len(value) != 64 or not HEX_DIGITS.issuperset(value):
                 raise Rejected("malformed")
-            if len(raw) != 32 or value.strip() != value:
-                raise Rejected("malformed")
-            v1.append(raw)
+            v1.append(bytes.fromhex(value))
     if t is None or not v1:
         raise Rejected("malformed")
     matched = False
@@ -172,9 +179,28 @@ def check_vectors(path):
     return wrong
 
 
+def body_length(values):
+    """Reads the Content-Length headers of a request: (length, None), or
+    (status, reason) to answer instead: 400 when missing, repeated with
+    different values, or not plain decimal digits (int() alone would take
+    "-1", "+5" and "1_0"), 413 above MAX_BODY."""
+    if not values or len(set(v.strip() for v in values)) != 1:
+        return 400, "Content-Length missing or repeated"
+    text = values[0].strip()
+    if not text or not text.isascii() or not text.isdigit():
+        return 400, "Content-Length is not a length"
+    if len(text) > 18 or int(text) > MAX_BODY:
+        return 413, "body too large"
+    return int(text), None
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     """Verifies, deduplicates and acknowledges one delivery per request."""
 
+    # socketserver applies it to the connection: a read or write that
+    # waits longer ends the connection (the request line, headers and body
+    # included), so a silent client cannot hold a thread.
+    timeout = TIMEOUT
     secrets = []
     seen = collections.OrderedDict()
     # Concurrent deliveries of one event must see each other's ids: the
@@ -182,11 +208,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     seen_lock = threading.Lock()
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self._answer(413, "body too large")
+        length, problem = body_length(self.headers.get_all("Content-Length"))
+        if problem:
+            self.close_connection = True  # the body, if any, is left unread
+            self._answer(length, problem)
             return
         body = self.rfile.read(length)
+        if len(body) != length:  # the client closed the connection early
+            self.close_connection = True
+            self._answer(400, "body shorter than Content-Length")
+            return
         headers = {k.lower(): v for k, v in self.headers.items()}
         now = int(time.time() * 1000)
         try:
@@ -198,15 +229,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             # Furrow does not retry a 4xx: a bad signature stays refused.
             self._answer(401 if str(r) in ("mismatch", "too_old") else 400, str(r))
             return
-        event = json.loads(body)
+        try:
+            event = json.loads(body)
+            event_id, event_type = event["id"], event["type"]
+            if not isinstance(event_id, str):
+                raise TypeError("id")
+        except (ValueError, TypeError, KeyError):
+            self._answer(400, "not an event")
+            return
         with self.seen_lock:
-            duplicate = event["id"] in self.seen
-            self.seen[event["id"]] = True
+            duplicate = event_id in self.seen
+            self.seen[event_id] = True
             while len(self.seen) > 100_000:
                 self.seen.popitem(last=False)
         self._answer(204, "")
         if not duplicate:  # a real receiver queues the slow work here
-            print("event %s of type %s" % (event["id"], event["type"]), flush=True)
+            print("event %s of type %s" % (event_id, event_type), flush=True)
 
     def _answer(self, status, text):
         data = text.encode("utf-8")
