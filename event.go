@@ -103,21 +103,21 @@ func EventUUIDTime(u uuid.UUID) (ms int64, ok bool) {
 	return ms, true
 }
 
-// ParseEventID returns the uuid inside an evt_<uuid> identifier, or an
-// EINVALID error.
+// ParseEventID returns the uuid inside an evt_<uuid> identifier, the uuid
+// as ParseUUID reads it, or an EINVALID error.
 func ParseEventID(id string) (uuid.UUID, error) {
 	rest, ok := strings.CutPrefix(id, eventIDPrefix)
 	if !ok {
 		return uuid.Nil, errEventID
 	}
-	u, err := uuid.Parse(rest)
+	u, err := ParseUUID(rest)
 	if err != nil {
 		return uuid.Nil, errEventID
 	}
 	return u, nil
 }
 
-var errEventID = Errorf(EINVALID, "The event id must have the form evt_<uuid>.")
+var errEventID = Errorf(EINVALID, "The event id must be evt_ followed by a UUID in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.")
 
 // NewMetricValueEvent returns the metric.value event, with uuid id, of the
 // stored reading r: it occurs at the reading's arrival.

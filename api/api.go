@@ -176,6 +176,6 @@ func (s *server) routes() http.Handler {
 	if s.LivePage != nil {
 		r.Get("/live", s.LivePage.ServeHTTP)
 	}
-	r.Route("/api/farms", s.farmRoutes)
+	s.farmRoutes(r)
 	return r
 }

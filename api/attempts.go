@@ -45,15 +45,19 @@ func (s *server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &in); err != nil {
 		return err
 	}
+	var eventID string
 	switch {
 	case (in.EventID == nil) == (in.SinceMs == nil):
 		return furrow.Errorf(furrow.EINVALID, "Give exactly one of event_id and since_ms.")
 	case in.SinceMs != nil && *in.SinceMs < 0:
 		return furrow.Errorf(furrow.EINVALID, "The field since_ms must not be negative.")
 	case in.EventID != nil:
-		if _, err := furrow.ParseEventID(*in.EventID); err != nil {
-			return err
+		u, err := furrow.ParseEventID(*in.EventID)
+		if err != nil {
+			return furrow.Errorf(furrow.EINVALID, "The field event_id is malformed. %s", furrow.ErrorMessage(err))
 		}
+		// Either case names the event; stores know it by its lower-case id.
+		eventID = furrow.EventID(u)
 	}
 	key, err := redeliveryKey(r)
 	if err != nil {
@@ -68,7 +72,7 @@ func (s *server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	}
 	n := 0
 	if in.EventID != nil {
-		n, err = s.redeliverEvent(r, wh, *in.EventID, key)
+		n, err = s.redeliverEvent(r, wh, eventID, key)
 	} else {
 		n, err = s.redeliverSince(r, wh, *in.SinceMs, key)
 	}

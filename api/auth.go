@@ -97,7 +97,7 @@ func (s *server) deviceByCert(ctx context.Context, cn string) (deviceCredential,
 	if !ok {
 		return deviceCredential{}, errCertificateInvalid
 	}
-	id, err := parseUUID(rest)
+	id, err := furrow.ParseUUID(rest)
 	if err != nil {
 		return deviceCredential{}, errCertificateInvalid
 	}

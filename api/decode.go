@@ -383,21 +383,12 @@ func decodeDeviceID(raw []byte) (uuid.UUID, error) {
 		if !ok {
 			return uuid.Nil, invalid("The field device_id must be a UUID string.")
 		}
-		id, err = parseUUID(s)
+		id, err = furrow.ParseUUID(s)
 	}
 	if err != nil {
 		return uuid.Nil, invalid("The field device_id must be a UUID in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.")
 	}
 	return id, nil
-}
-
-// parseUUID accepts only the 36-character hyphenated form, in any case;
-// uuid.Parse alone would also take braces, URNs and bare hex.
-func parseUUID(s string) (uuid.UUID, error) {
-	if len(s) != 36 {
-		return uuid.Nil, invalid("not a UUID")
-	}
-	return uuid.Parse(s)
 }
 
 // decodeMetricID reads raw, a JSON value, as an integer literal.

@@ -293,7 +293,7 @@ func decodeReadingInStdlib(body []byte) (ReadingIn, error) {
 	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return ReadingIn{}, invalid("The field device_id must be a UUID string.")
 	}
-	id, err := parseUUID(s)
+	id, err := furrow.ParseUUID(s)
 	if err != nil {
 		return ReadingIn{}, invalid("The field device_id must be a UUID in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.")
 	}

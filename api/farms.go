@@ -36,7 +36,7 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &in); err != nil {
 		return err
 	}
-	userID, err := parseUUID(in.UserID)
+	userID, err := furrow.ParseUUID(in.UserID)
 	if err != nil {
 		return furrow.Errorf(furrow.EINVALID, "The field user_id must be a UUID.")
 	}

@@ -2,42 +2,50 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/furrowhq/furrow"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 )
 
-// farmRoutes is the management API under /api/farms. Checks run in this
-// order: user credential (401), ids in the path (400), membership (404, so
-// that a farm's existence does not leak), role (403), then the body.
+// farmRoutes is the management API under /api/farms. Its routes are
+// registered whole on r, the API's router, with their checks inline rather
+// than on a mounted subrouter: a mount serves every method and the
+// slash-ended path, and its checks would run before routing. So a path
+// that is not a route is 404 and a method it lacks 405, before any
+// credential, as everywhere in the API; then checks run in this order:
+// user credential (401), ids in the path (400), membership (404, so that
+// a farm's existence does not leak), role (403), then the body.
 func (s *server) farmRoutes(r chi.Router) {
-	r.Use(noStore, s.authUser(bearer))
-	r.Post("/", s.handle(s.createFarm))
-	r.Route("/{farm}", func(r chi.Router) {
+	r = r.With(noStore, s.authUser(bearer))
+	r.Post("/api/farms", s.handle(s.createFarm))
+	r.Group(func(r chi.Router) {
 		r.Use(s.farmMember, s.wellFormedQuery)
 		viewer, manager := s.need(furrow.RoleViewer), s.need(furrow.RoleManager)
-		r.With(manager).Post("/members", s.handle(s.addMember))
-		r.With(manager).Post("/devices", s.handle(s.createDevice))
-		r.With(manager).Post("/devices/{device}/keys", s.handle(s.rotateKey))
-		r.With(viewer).Get("/devices", s.handle(s.listDevices))
-		r.With(manager).Post("/webhooks", s.handle(s.createWebhook))
-		r.With(manager).Get("/webhooks", s.handle(s.listWebhooks))
-		r.With(manager).Get("/webhooks/{webhook}", s.handle(s.getWebhook))
-		r.With(manager).Delete("/webhooks/{webhook}", s.handle(s.deleteWebhook))
-		r.With(manager).Post("/webhooks/{webhook}/enable", s.handle(s.enableWebhook))
-		r.With(manager).Post("/webhooks/{webhook}/secret/rotate", s.handle(s.rotateSecret))
-		r.With(manager).Get("/webhooks/{webhook}/attempts", s.handle(s.listAttempts))
-		r.With(manager).Post("/webhooks/{webhook}/redeliver", s.handle(s.redeliver))
-		r.With(manager).Post("/webhooks/{webhook}/test", s.handle(s.testWebhook))
-		r.With(manager).Patch("/webhooks/{webhook}", s.handle(s.updateWebhook))
-		r.With(manager).Post("/events", s.handle(s.createEvent))
-		r.With(viewer).Get("/events", s.handle(s.listEvents))
-		r.With(viewer).Get("/readings", s.handle(s.listReadings))
+		const farm = "/api/farms/{farm}"
+		r.With(manager).Post(farm+"/members", s.handle(s.addMember))
+		r.With(manager).Post(farm+"/devices", s.handle(s.createDevice))
+		r.With(manager).Post(farm+"/devices/{device}/keys", s.handle(s.rotateKey))
+		r.With(viewer).Get(farm+"/devices", s.handle(s.listDevices))
+		r.With(manager).Post(farm+"/webhooks", s.handle(s.createWebhook))
+		r.With(manager).Get(farm+"/webhooks", s.handle(s.listWebhooks))
+		r.With(manager).Get(farm+"/webhooks/{webhook}", s.handle(s.getWebhook))
+		r.With(manager).Delete(farm+"/webhooks/{webhook}", s.handle(s.deleteWebhook))
+		r.With(manager).Post(farm+"/webhooks/{webhook}/enable", s.handle(s.enableWebhook))
+		r.With(manager).Post(farm+"/webhooks/{webhook}/secret/rotate", s.handle(s.rotateSecret))
+		r.With(manager).Get(farm+"/webhooks/{webhook}/attempts", s.handle(s.listAttempts))
+		r.With(manager).Post(farm+"/webhooks/{webhook}/redeliver", s.handle(s.redeliver))
+		r.With(manager).Post(farm+"/webhooks/{webhook}/test", s.handle(s.testWebhook))
+		r.With(manager).Patch(farm+"/webhooks/{webhook}", s.handle(s.updateWebhook))
+		r.With(manager).Post(farm+"/events", s.handle(s.createEvent))
+		r.With(viewer).Get(farm+"/events", s.handle(s.listEvents))
+		r.With(viewer).Get(farm+"/readings", s.handle(s.listReadings))
 	})
 }
 
@@ -156,7 +164,7 @@ func currentRole(r *http.Request) furrow.Role {
 
 // pathID parses the uuid path parameter name; malformed is EINVALID.
 func pathID(r *http.Request, name string) (uuid.UUID, error) {
-	id, err := parseUUID(chi.URLParam(r, name))
+	id, err := furrow.ParseUUID(chi.URLParam(r, name))
 	if err != nil {
 		return uuid.Nil, furrow.Errorf(furrow.EINVALID, "The %s id in the path must be a UUID.", name)
 	}
@@ -173,11 +181,17 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 	return decodeJSON(b, dst)
 }
 
-// decodeJSON decodes b, which must be one JSON object, into dst.
+// decodeJSON decodes b, which must be one JSON object, into dst. Names
+// match exactly and a name given twice in one object, at any depth, is
+// refused: encoding/json would take "Name" for "name" and keep the last
+// copy, so a body could say one thing to a reader and store another.
 func decodeJSON(b []byte, dst any) error {
 	trimmed := strings.TrimLeft(string(b), " \t\r\n")
-	if !strings.HasPrefix(trimmed, "{") || !json.Valid(b) {
-		return furrow.Errorf(furrow.EINVALID, "The body must be a single valid JSON object.")
+	// The syntax alone first, so that malformed JSON outranks a name given
+	// twice, and text that is not exact gets ExactJSON's reason below.
+	syntax := []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+	if !strings.HasPrefix(trimmed, "{") || !jsontext.Value(b).IsValid(syntax...) {
+		return errBodyNotJSON
 	}
 	// The decoder would store U+FFFD in place of either, a text other
 	// than the one sent (a name, a webhook's URL).
@@ -185,30 +199,82 @@ func decodeJSON(b []byte, dst any) error {
 		return furrow.Errorf(furrow.EINVALID, "The body must be valid UTF-8, and its strings must hold no lone UTF-16 surrogate escape (\\uD800 to \\uDFFF).")
 	}
 	if err := json.Unmarshal(b, dst); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var ferr *furrow.Error
-		switch {
-		case errors.As(err, &ferr):
-			return ferr
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return furrow.Errorf(furrow.EINVALID, "The field %s must be a %s.", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
-		}
-		return furrow.Errorf(furrow.EINVALID, "The body does not have the expected fields.")
+		return decodeError(err)
 	}
 	return nil
+}
+
+// decodeError says what json.Unmarshal refused in a body, naming the
+// field: the top-level member the refusal is in.
+func decodeError(err error) error {
+	var ferr *furrow.Error
+	var synErr *jsontext.SyntacticError
+	var semErr *json.SemanticError
+	switch {
+	case errors.As(err, &ferr):
+		return ferr
+	case errors.As(err, &synErr) && errors.Is(synErr.Err, jsontext.ErrDuplicateName):
+		if field, inner := splitPointer(synErr.JSONPointer); inner != "" {
+			return furrow.Errorf(furrow.EINVALID, "The field %s gives the name %q more than once in one object.", field, inner)
+		} else if field != "" {
+			return furrow.Errorf(furrow.EINVALID, "The field %s is given more than once.", field)
+		}
+	case errors.As(err, &semErr) && semErr.GoType != nil:
+		want := semErr.GoType
+		for want.Kind() == reflect.Pointer {
+			want = want.Elem()
+		}
+		if field, inner := splitPointer(semErr.JSONPointer); inner != "" {
+			return furrow.Errorf(furrow.EINVALID, "The field %s holds %s where %s is expected.", field, jsonKindOf(semErr.JSONKind), jsonKind(want.Kind().String()))
+		} else if field != "" {
+			return furrow.Errorf(furrow.EINVALID, "The field %s must be %s.", field, jsonKind(want.Kind().String()))
+		}
+	}
+	return furrow.Errorf(furrow.EINVALID, "The body does not have the expected fields.")
+}
+
+// splitPointer returns the top-level member a JSON pointer is in and, when
+// it points deeper, its last name or index.
+func splitPointer(p jsontext.Pointer) (field, inner string) {
+	first := true
+	for tok := range p.Tokens() {
+		if first {
+			field, first = tok, false
+		} else {
+			inner = tok
+		}
+	}
+	return field, inner
+}
+
+// jsonKindOf names a JSON kind as jsonKind names Go kinds.
+func jsonKindOf(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "a string"
+	case '[':
+		return "a list"
+	case '{':
+		return "an object"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // jsonKind names a Go kind in JSON words for error messages.
 func jsonKind(kind string) string {
 	switch kind {
 	case "string":
-		return "string"
+		return "a string"
 	case "slice", "array":
-		return "list"
+		return "a list"
 	case "map", "struct":
-		return "object"
+		return "an object"
 	case "bool":
-		return "boolean"
+		return "a boolean"
 	}
-	return "number"
+	return "a number"
 }

@@ -129,6 +129,87 @@ func TestCreateFarm(t *testing.T) {
 	expectError(t, h.user(h.owner, "POST", "/api/farms", big), http.StatusRequestEntityTooLarge, furrow.ETOOLARGE, "at most")
 }
 
+// A body's names are read exactly as documented: a member whose name
+// differs only in case is an unknown field, ignored, never a second say on
+// the field it resembles.
+func TestBodyNamesCaseSensitive(t *testing.T) {
+	h := newHarness(t)
+	r := h.user(h.owner, "POST", "/api/farms", `{"name":"documented","Name":"shadow"}`)
+	var farm furrow.Farm
+	decode(t, r, &farm)
+	if r.Status != http.StatusCreated || farm.Name != "documented" {
+		t.Fatalf("farm: %d %s, want the name documented", r.Status, r.Body)
+	}
+	w := h.createHook(`{"url":"https://good.example/hook","Url":"https://other.example/x"}`)
+	if w.URL != "https://good.example/hook" {
+		t.Fatalf("webhook url %s, want https://good.example/hook", w.URL)
+	}
+	r = h.user(h.manager, "PATCH", h.farmPath("/webhooks/"+w.ID.String()), `{"Url":"https://other.example/x","Max_Per_Second":3}`)
+	stored, err := h.store.WebhookByID(t.Context(), w.ID)
+	if r.Status != http.StatusOK || err != nil || stored.URL != w.URL || stored.MaxPerSecond != nil {
+		t.Fatalf("patch: %d %s, stored %+v (%v), want it unchanged", r.Status, r.Body, stored, err)
+	}
+	r = h.user(h.manager, "POST", h.farmPath("/events"), `{"type":"trigger.fired","data":{"a":1},"Data":{"b":2}}`)
+	var e furrow.Event
+	decode(t, r, &e)
+	if r.Status != http.StatusCreated || string(e.Data) != `{"a":1}` {
+		t.Fatalf("event: %d %s, want data {\"a\":1}", r.Status, r.Body)
+	}
+}
+
+// A name given twice in one object of a body, at any depth, is refused:
+// parsers disagree on which copy wins.
+func TestBodyNameGivenTwice(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://good.example/hook"}`)
+	hook := h.farmPath("/webhooks/" + w.ID.String())
+	for _, tc := range []struct{ method, path, body, reason string }{
+		{"POST", "/api/farms", `{"name":"a","name":"b"}`, "The field name is given more than once."},
+		{"POST", "/api/farms", `{"name":"a","n\u0061me":"b"}`, "The field name is given more than once."},
+		{"POST", "/api/farms", `{"name":"a","pad":1,"pad":2}`, "The field pad is given more than once."},
+		{"POST", h.farmPath("/webhooks"), `{"url":"https://good.example/hook","url":"https://other.example/x"}`, "The field url is given more than once."},
+		{"PATCH", hook, `{"max_per_second":3,"max_per_second":null}`, "The field max_per_second is given more than once."},
+		{"POST", h.farmPath("/events"), `{"type":"trigger.fired","data":{"a":1,"a":2}}`, `The field data gives the name "a" more than once in one object.`},
+		{"POST", h.farmPath("/events"), `{"type":"trigger.fired","data":{"b":[{"a":1,"a":2}]}}`, `The field data gives the name "a" more than once in one object.`},
+	} {
+		expectError(t, h.user(h.owner, tc.method, tc.path, tc.body), http.StatusBadRequest, furrow.EINVALID, tc.reason)
+	}
+	if hooks, _ := h.store.Webhooks(t.Context(), h.farm); len(hooks) != 1 || hooks[0].MaxPerSecond != nil {
+		t.Fatalf("a refused body changed the webhooks: %+v", hooks)
+	}
+	if events, _, _ := h.store.Events(t.Context(), furrow.EventFilter{FarmID: h.farm}); len(events) != 0 {
+		t.Fatalf("a refused body stored events: %+v", events)
+	}
+	// Malformed JSON outranks a name given twice.
+	expectError(t, h.user(h.owner, "POST", "/api/farms", `{"name":"a","name":"b",}`), http.StatusBadRequest, furrow.EINVALID, "single valid JSON object")
+}
+
+// Under /api/farms, as on every route, a path that is not a route is 404
+// and a method its path lacks 405, before the credential is looked at:
+// the routes are public (the API document), so these answers tell nothing.
+func TestFarmRoutesBeforeCredential(t *testing.T) {
+	h := newHarness(t)
+	for _, token := range []string{"", "fut_bogus", h.owner} {
+		for _, tc := range []struct {
+			method, path string
+			status       int
+			allow        string
+		}{
+			{"GET", "/api/farms", http.StatusMethodNotAllowed, "POST"},
+			{"DELETE", h.farmPath("/members"), http.StatusMethodNotAllowed, "POST"},
+			{"PUT", h.farmPath("/webhooks/" + uuid.NewString()), http.StatusMethodNotAllowed, "GET, PATCH, DELETE"},
+			{"GET", h.farmPath("/nope"), http.StatusNotFound, ""},
+			{"GET", "/api/farms/" + uuid.NewString() + "/nope", http.StatusNotFound, ""},
+			{"POST", h.farmPath("/webhooks/" + uuid.NewString() + "/nope"), http.StatusNotFound, ""},
+		} {
+			r := h.user(token, tc.method, tc.path, "{}")
+			if r.Status != tc.status || r.Header.Get("Allow") != tc.allow {
+				t.Errorf("%s %s with token %q: %d, Allow %q; want %d, Allow %q", tc.method, tc.path, token, r.Status, r.Header.Get("Allow"), tc.status, tc.allow)
+			}
+		}
+	}
+}
+
 // A name is bounded in characters, as the document's maxLength counts
 // them, not in bytes: 200 two-byte characters are a name, 201 are not.
 func TestNameBoundInCharacters(t *testing.T) {

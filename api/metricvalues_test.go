@@ -304,6 +304,7 @@ func TestMethodNotAllowedListsAllow(t *testing.T) {
 	h := newHarness(t)
 	for _, tc := range []struct{ method, path, want string }{
 		{"GET", "/api/metric-values", "POST"},
+		{"GET", "/api/farms", "POST"},
 		{"PUT", h.farmPath("/devices"), "GET, POST"},
 		{"PUT", h.farmPath("/webhooks/" + uuid.NewString()), "GET, PATCH, DELETE"},
 		{"GET", h.farmPath("/webhooks/" + uuid.NewString() + "/secret/rotate"), "POST"},

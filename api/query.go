@@ -47,7 +47,7 @@ func queryUUID(r *http.Request, name string) (*uuid.UUID, error) {
 	if s == "" {
 		return nil, nil
 	}
-	id, err := parseUUID(s)
+	id, err := furrow.ParseUUID(s)
 	if err != nil {
 		return nil, furrow.Errorf(furrow.EINVALID, "The query parameter %s must be a UUID.", name)
 	}

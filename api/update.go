@@ -1,8 +1,10 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/safehttp"
@@ -15,10 +17,12 @@ type nullable[T any] struct {
 	v   *T
 }
 
-// UnmarshalJSON is called for a present field, null included.
-func (n *nullable[T]) UnmarshalJSON(b []byte) error {
+// UnmarshalJSONFrom is called for a present field, null included. It
+// reads the value from decodeJSON's own decoder, so that its rules and
+// the field's place in errors hold inside the field too.
+func (n *nullable[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	n.set = true
-	return json.Unmarshal(b, &n.v)
+	return json.UnmarshalDecode(dec, &n.v)
 }
 
 // updateWebhook changes a webhook's url, event types or delivery rate:

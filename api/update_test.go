@@ -95,7 +95,8 @@ func TestWebhookPatchWrongTypes(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"url":5}`:              "The field url must be a string.",
 		`{"event_types":"a"}`:    "The field event_types must be a list.",
-		`{"event_types":[1]}`:    "The field event_types",
+		`{"event_types":[1]}`:    "The field event_types holds a number where a string is expected.",
+		`{"event_types":[{}]}`:   "The field event_types holds an object where a string is expected.",
 		`{"max_per_second":"5"}`: "The field max_per_second must be a number.",
 		`{"max_per_second":[5]}`: "The field max_per_second must be a number.",
 	} {

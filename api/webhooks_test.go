@@ -206,7 +206,7 @@ func TestRedeliver(t *testing.T) {
 	}{
 		`{}`: {400, furrow.EINVALID, "exactly one"},
 		`{"event_id":"` + fired.ID + `","since_ms":1}`: {400, furrow.EINVALID, "exactly one"},
-		`{"event_id":"x"}`:                           {400, furrow.EINVALID, "evt_<uuid>"},
+		`{"event_id":"x"}`:                           {400, furrow.EINVALID, "The field event_id is malformed."},
 		`{"since_ms":-5}`:                            {400, furrow.EINVALID, "negative"},
 		`{"since_ms":"5"}`:                           {400, furrow.EINVALID, "since_ms must be a number"},
 		`{"event_id":"` + reco.ID + `"}`:             {400, furrow.EINVALID, "does not subscribe"},
@@ -217,6 +217,34 @@ func TestRedeliver(t *testing.T) {
 	}
 	if len(h.engine.redelivered) != 1 || len(ctl.sets) != 1 {
 		t.Fatal("a refused redelivery started deliveries")
+	}
+}
+
+// An event_id is evt_ and the 36-character hyphenated uuid, in either
+// case; any other spelling of the uuid is a 400 naming the field.
+func TestRedeliverEventIDForms(t *testing.T) {
+	h := newHarness(t)
+	w := h.createHook(`{"url":"https://example.com/a","event_types":["trigger.fired"]}`)
+	path := h.farmPath("/webhooks/" + w.ID.String() + "/redeliver")
+	fired, _ := h.store.CreateEvent(t.Context(), furrow.Event{Type: furrow.EventTriggerFired, FarmID: h.farm, OccurredAtMs: 1000})
+	u := strings.TrimPrefix(fired.ID, "evt_")
+	for _, id := range []string{
+		"evt_{" + u + "}",
+		"evt_urn:uuid:" + u,
+		"evt_" + strings.ReplaceAll(u, "-", ""),
+		"evt_" + u + " ",
+		"EVT_" + u,
+		u,
+	} {
+		body, _ := json.Marshal(map[string]string{"event_id": id})
+		expectError(t, h.user(h.manager, "POST", path, string(body)), http.StatusBadRequest, furrow.EINVALID, "The field event_id is malformed.")
+	}
+	if len(h.engine.redelivered) != 0 {
+		t.Fatalf("a refused id started deliveries: %+v", h.engine.redelivered)
+	}
+	r := h.user(h.manager, "POST", path, `{"event_id":"evt_`+strings.ToUpper(u)+`"}`)
+	if r.Status != http.StatusAccepted || len(h.engine.redelivered) != 1 || h.engine.redelivered[0].ID != fired.ID {
+		t.Fatalf("upper-case id: %d %s, redelivered %+v", r.Status, r.Body, h.engine.redelivered)
 	}
 }
 
