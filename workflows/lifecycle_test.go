@@ -175,19 +175,26 @@ func TestWebhookNumbersFromTheStoredTransition(t *testing.T) {
 	}
 }
 
-// A workflow whose history chose the way before lifecycle events goes on
-// writing transitions as counter changes, without events.
-func TestWebhookBeforeLifecycleEventsWritesNoEvent(t *testing.T) {
+// A run whose history wrote a change before lifecycle events (a disable
+// replayed from then: both names answer DefaultVersion) writes its next
+// change, the re-enable, the new way, with its event: GetVersion's first
+// answer for a name holds for the whole run, so each change asks under
+// its own name.
+func TestWebhookBeforeLifecycleEventsTakesTheNewWayAtItsNextChange(t *testing.T) {
 	f := newFixture("https://example.com", 0)
 	env := newEnv()
 	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
 	env.OnGetVersion("lifecycle-events", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	env.OnGetVersion("lifecycle-events-after-1", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	signalWebhook(env, f, workflows.WebhookInput{WebhookID: f.webhook.ID}, append(failed(5), signal{reenable: true}))
-	wantLifecycle(t, f)
-	if n := f.store.calls.Count("TransitionWebhook"); n != 0 {
-		t.Fatalf("TransitionWebhook called %d times on the old way", n)
+	wantLifecycle(t, f, bySignal)
+	if n := f.store.calls.Count("TransitionWebhook"); n != 1 {
+		t.Fatalf("TransitionWebhook called %d times, want once: the re-enable, after the disable written the old way", n)
+	}
+	if n := f.store.calls.Count("SetWebhookState"); n < 1 {
+		t.Fatalf("SetWebhookState called %d times: the disable did not take the old way", n)
 	}
 	if w := f.store.webhook(f.webhook.ID); !w.Enabled {
-		t.Fatal("the old way did not re-enable")
+		t.Fatal("the re-enable did not enable")
 	}
 }

@@ -24,7 +24,7 @@ const maxSignalsPerRun = 500
 // TransitionWebhook writes it with its transition number and stores the
 // webhook.disabled or webhook.enabled event in the same transaction.
 // Histories recorded before replay the old way; a workflow that ran then
-// takes the new way at its next change.
+// takes the new way at its next change (lifecycleEvents).
 const lifecycleChange = "lifecycle-events"
 
 // chainOrder versions how chain reports are counted. Before it, every
@@ -202,6 +202,9 @@ type webhookRun struct {
 	// check asks apply to read the webhook, to end if it is gone, rather
 	// than write next (which the signal or timer that set it left as is).
 	check bool
+	// oldChanges counts the changes of the enabled flag this run found
+	// written the old way (see lifecycleEvents).
+	oldChanges int
 }
 
 // apply does what the signal or timer just handled asks: writes next, or
@@ -343,7 +346,7 @@ func (w *webhookRun) write(ctx workflow.Context) error {
 	var call workflow.Future
 	failedAt := w.failedAtMs
 	w.failedAtMs = 0
-	if w.next.Enabled != w.state.Enabled && workflow.GetVersion(ctx, lifecycleChange, workflow.DefaultVersion, 1) >= 1 {
+	if w.next.Enabled != w.state.Enabled && w.lifecycleEvents(ctx) {
 		t := activities.TransitionWebhookInput{WebhookTransition: w.change, UnlessDeliveredAfterMs: failedAt}
 		t.WebhookID, t.Seq, t.Enabled, t.Failures = w.next.WebhookID, w.state.Seq+1, w.next.Enabled, w.next.Failures
 		w.next.Seq = t.Seq
@@ -367,6 +370,23 @@ func (w *webhookRun) write(ctx workflow.Context) error {
 	}
 	workflow.SetCurrentDetails(ctx, w.state.details())
 	return nil
+}
+
+// lifecycleEvents says whether a change of the enabled flag is written the
+// lifecycle way (lifecycleChange). GetVersion keeps its first answer for
+// the rest of a run, so a run that replayed a change written the old way
+// would write every later one the old way too, without its event, until
+// its next continue-as-new. Such a run asks again, under a name of each
+// change's own: a change written since finds its marker, or records it,
+// and takes the new way; one replayed from before finds none and keeps
+// the old.
+func (w *webhookRun) lifecycleEvents(ctx workflow.Context) bool {
+	if workflow.GetVersion(ctx, lifecycleChange, workflow.DefaultVersion, 1) >= 1 {
+		return true
+	}
+	w.oldChanges++
+	name := fmt.Sprintf("%s-after-%d", lifecycleChange, w.oldChanges)
+	return workflow.GetVersion(ctx, name, workflow.DefaultVersion, 1) >= 1
 }
 
 // details tells the state in a line of Temporal markdown.
