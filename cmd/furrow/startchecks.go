@@ -23,6 +23,26 @@ func warnAtStart(ctx context.Context, db *store.DB, log *slog.Logger) {
 	warnSchema(ctx, db, log)
 	warnPoolBudget(ctx, db, log)
 	warnAutovacuum(ctx, db, log)
+	warnUnsealedRows(ctx, db, log)
+}
+
+// warnUnsealedRows says at start, loudly, when a key ring is set but
+// stored webhook secrets are still unsealed (written before the ring, or
+// by a build from before sealing): only `furrow admin seal-secrets` seals
+// them, and nothing else would say they wait for it.
+func warnUnsealedRows(ctx context.Context, db *store.DB, log *slog.Logger) {
+	if !db.Sealing() {
+		return // warnUnsealed has said so already
+	}
+	_, unsealed, err := db.WebhookSecretStates(ctx)
+	if err != nil {
+		log.Debug("unsealed webhook secrets not counted", "err", err)
+		return
+	}
+	if unsealed > 0 {
+		log.Warn("webhook signing secrets stored before the key ring are still unsealed: run furrow admin seal-secrets with the same ring (under furrow dev: FURROW_SECRET_KEYS_FILE=<FURROW_DEV_DATA_DIR>/secret-keys)",
+			"unsealed", unsealed)
+	}
 }
 
 // checkKeyRing refuses the start when a key of the ring

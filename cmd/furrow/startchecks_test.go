@@ -197,6 +197,43 @@ func TestStartRefusesAnotherKeyUnderAUsedID(t *testing.T) {
 	}
 }
 
+// serve, worker and dev say at start when a ring is set but secrets stored
+// before it are still unsealed, and not when they are all sealed or no
+// ring is set (another warning says that).
+func TestStartWarnsOfUnsealedSecretsUnderARing(t *testing.T) {
+	u := testenv.NewDatabase(t, schema)
+	k1 := "k1:" + testKey(1)
+	sealedWebhook(t, u, k1)
+	check := func(ring string) string {
+		keys, err := keyring.Parse(ring)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := store.Open(context.Background(), u, store.Options{Keys: keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		out := &testenv.Buffer{}
+		warnUnsealedRows(context.Background(), db, slog.New(slog.NewTextHandler(out, nil)))
+		return out.String()
+	}
+	const marker = "still unsealed"
+	checkWarning(t, "all sealed", check(k1), false, marker)
+	plain, err := store.Open(context.Background(), u, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.CreateWebhook(context.Background(), furrow.Webhook{FarmID: newFarm(t, plain).ID, URL: "https://hooks.example.com/", Secret: furrow.NewWebhookSecret(), Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := &testenv.Buffer{}
+	warnUnsealedRows(context.Background(), plain, slog.New(slog.NewTextHandler(out, nil)))
+	plain.Close()
+	checkWarning(t, "no ring", out.String(), false, marker)
+	checkWarning(t, "one unsealed under a ring", check(k1), true, marker, "furrow admin seal-secrets", "unsealed=1")
+}
+
 // A database that does not answer within startCheckTimeout skips the ring
 // check, as it does the other checks at start, and says so.
 func TestStartKeyRingCheckIsBounded(t *testing.T) {
