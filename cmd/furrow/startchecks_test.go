@@ -134,6 +134,17 @@ func TestStartWarnsWhenAutovacuumIsOff(t *testing.T) {
 // what it logged and its error.
 func keyRingCheck(t *testing.T, u, ring string) (string, error) {
 	t.Helper()
+	db := ringStore(t, u, ring)
+	defer db.Close()
+	out := &testenv.Buffer{}
+	err := checkKeyRing(context.Background(), db, slog.New(slog.NewTextHandler(out, nil)))
+	return out.String(), err
+}
+
+// ringStore opens a store on the database at u with ring, the text of
+// FURROW_SECRET_KEYS ("" for none).
+func ringStore(t *testing.T, u, ring string) *store.DB {
+	t.Helper()
 	var keys *keyring.Ring
 	if ring != "" {
 		var err error
@@ -145,24 +156,15 @@ func keyRingCheck(t *testing.T, u, ring string) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	out := &testenv.Buffer{}
-	err = checkKeyRing(context.Background(), db, slog.New(slog.NewTextHandler(out, nil)))
-	return out.String(), err
+	return db
 }
 
-// sealedWebhook stores a webhook whose secret ring seals.
+// sealedWebhook stores a webhook whose secret ring seals ("": stored
+// unsealed).
 func sealedWebhook(t *testing.T, u, ring string) {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := keyring.Parse(ring)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(ctx, u, store.Options{Keys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := ringStore(t, u, ring)
 	defer db.Close()
 	if _, err := db.CreateWebhook(ctx, furrow.Webhook{FarmID: newFarm(t, db).ID, URL: "https://hooks.example.com/", Secret: furrow.NewWebhookSecret(), Enabled: true}); err != nil {
 		t.Fatal(err)
@@ -205,14 +207,7 @@ func TestStartWarnsOfUnsealedSecretsUnderARing(t *testing.T) {
 	k1 := "k1:" + testKey(1)
 	sealedWebhook(t, u, k1)
 	check := func(ring string) string {
-		keys, err := keyring.Parse(ring)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := store.Open(context.Background(), u, store.Options{Keys: keys})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := ringStore(t, u, ring)
 		defer db.Close()
 		out := &testenv.Buffer{}
 		warnUnsealedRows(context.Background(), db, slog.New(slog.NewTextHandler(out, nil)))
@@ -220,17 +215,8 @@ func TestStartWarnsOfUnsealedSecretsUnderARing(t *testing.T) {
 	}
 	const marker = "still unsealed"
 	checkWarning(t, "all sealed", check(k1), false, marker)
-	plain, err := store.Open(context.Background(), u, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := plain.CreateWebhook(context.Background(), furrow.Webhook{FarmID: newFarm(t, plain).ID, URL: "https://hooks.example.com/", Secret: furrow.NewWebhookSecret(), Enabled: true}); err != nil {
-		t.Fatal(err)
-	}
-	out := &testenv.Buffer{}
-	warnUnsealedRows(context.Background(), plain, slog.New(slog.NewTextHandler(out, nil)))
-	plain.Close()
-	checkWarning(t, "no ring", out.String(), false, marker)
+	sealedWebhook(t, u, "") // stored unsealed: no ring
+	checkWarning(t, "no ring", check(""), false, marker)
 	checkWarning(t, "one unsealed under a ring", check(k1), true, marker, "furrow admin seal-secrets", "unsealed=1")
 }
 

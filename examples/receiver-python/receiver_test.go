@@ -7,20 +7,17 @@ package receiverpython
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/webhook"
 )
 
@@ -32,56 +29,9 @@ const timeout = 10 * time.Second
 
 // receiver runs receiver.py on a free port and returns its address, once it
 // accepts connections, and its standard error.
-func receiver(t *testing.T) (string, *syncBuffer) {
+func receiver(t *testing.T) (string, *testenv.Buffer) {
 	t.Helper()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to test examples/receiver-python (.ci/run installs it): ", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	cmd := exec.Command(python, "receiver.py", "--port", port)
-	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+secret)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + port
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr, stderr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("receiver.py did not listen on %s: %v\n%s", addr, err, stderr)
-		}
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the writes of exec's copying
-// goroutine and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return testenv.PythonReceiver(t, "receiver.py", secret)
 }
 
 // post sends a POST of body with the given header lines (each "Name: value")

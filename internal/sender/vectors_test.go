@@ -6,11 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/testenv"
 	"github.com/furrowhq/furrow/webhook"
 )
 
@@ -183,24 +181,9 @@ func TestEnvelopeDecodes(t *testing.T) {
 // the sender: each scheme alone is accepted, with either secret and during
 // the overlap; a changed body and another secret are refused.
 func TestPythonReceiverServes(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to test examples/receiver-python (.ci/run installs it): ", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
 	const secret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
 	next := furrow.NewWebhookSecret()
-	cmd := exec.Command(python, "../../examples/receiver-python/receiver.py", "--port", port)
-	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+next+","+secret)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr, _ := testenv.PythonReceiver(t, "../../examples/receiver-python/receiver.py", next+","+secret)
 	body := []byte(`{"id":"evt_0b8a4f0e-2d7c-4a36-9b8e-3f1c2a5d6e70","type":"metric.value","data":{"value":"21.50"}}`)
 	// send posts b with the headers of a delivery of body, so that a
 	// changed b no longer matches its signatures.
@@ -210,14 +193,9 @@ func TestPythonReceiverServes(t *testing.T) {
 		for _, name := range drop {
 			h.Del(name)
 		}
-		var resp *http.Response
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/hook", bytes.NewReader(b))
-			req.Header = h
-			if resp, err = http.DefaultClient.Do(req); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hook", bytes.NewReader(b))
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("receiver.py did not answer: %v", err)
 		}
