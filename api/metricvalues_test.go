@@ -111,6 +111,24 @@ func TestMetricValueTooLarge(t *testing.T) {
 	expectError(t, h.post(h.deviceKey, body), http.StatusRequestEntityTooLarge, furrow.ETOOLARGE, "at most 65536 bytes")
 }
 
+// A compressed body is refused with a reason that names the compression,
+// not as malformed JSON; identity is no compression.
+func TestMetricValueCompressedBody(t *testing.T) {
+	h := newHarness(t)
+	body := readingBody(h.device.ID.String(), "220", "1")
+	send := func(encoding string) response {
+		return h.do(req{method: "POST", path: "/api/metric-values", body: body,
+			header: map[string]string{"Authorization": "Bearer " + h.deviceKey, "Content-Encoding": encoding}})
+	}
+	expectError(t, send("gzip"), http.StatusBadRequest, furrow.EINVALID, "must not be compressed")
+	if r := send("identity"); r.Status != http.StatusCreated {
+		t.Fatalf("Content-Encoding: identity: status %d, body %s", r.Status, r.Body)
+	}
+	if n := len(h.readings()); n != 1 {
+		t.Fatalf("%d readings stored, want the identity one only", n)
+	}
+}
+
 func TestMetricValueDeviceMismatch(t *testing.T) {
 	h := newHarness(t)
 	r := h.post(h.deviceKey, readingBody(h.device2.ID.String(), "220", "1"))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -155,6 +156,8 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	restartDeadline(w, r)
 	var tooLarge *http.MaxBytesError
 	switch {
+	case err == nil && encoded(r):
+		return nil, errEncodedBody
 	case err == nil:
 		return b, nil
 	case errors.As(err, &tooLarge):
@@ -163,6 +166,21 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		panic(http.ErrAbortHandler)
 	}
 	return nil, furrow.Errorf(furrow.EINVALID, "The body could not be read.")
+}
+
+// errEncodedBody refuses a compressed body: it is not JSON as sent, and
+// "not valid JSON" would send its sender looking in the wrong place.
+var errEncodedBody = furrow.Errorf(furrow.EINVALID, "The body must not be compressed (a Content-Encoding other than identity): send it as plain JSON.")
+
+// encoded reports whether r's body came with a Content-Encoding, which the
+// server does not undo.
+func encoded(r *http.Request) bool {
+	for _, v := range r.Header.Values("Content-Encoding") {
+		if v = strings.TrimSpace(v); v != "" && !strings.EqualFold(v, "identity") {
+			return true
+		}
+	}
+	return false
 }
 
 // bodyCut reports whether a body read failed because the body stopped
