@@ -117,7 +117,7 @@ func ParseEventID(id string) (uuid.UUID, error) {
 	return u, nil
 }
 
-var errEventID = Errorf(EINVALID, "The event id must be evt_ followed by a UUID in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.")
+var errEventID = Errorf(EINVALID, "The event id must be evt_ followed by a UUID in the form %s.", UUIDForm)
 
 // NewMetricValueEvent returns the metric.value event, with uuid id, of the
 // stored reading r: it occurs at the reading's arrival.

@@ -17,4 +17,7 @@ func ParseUUID(s string) (uuid.UUID, error) {
 	return u, nil
 }
 
-var errUUID = Errorf(EINVALID, "The id must be a UUID in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.")
+// UUIDForm is the one spelling of a uuid ParseUUID takes, as errors show it.
+const UUIDForm = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+
+var errUUID = Errorf(EINVALID, "The id must be a UUID in the form %s.", UUIDForm)

@@ -54,7 +54,7 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 	since := s.keys.revocation()
 	d, err := s.Devices.DeviceByKey(r.Context(), sum)
 	if err != nil {
-		return deviceCredential{}, unauthorizedOr(err)
+		return deviceCredential{}, unauthorizedOr(err, errCredentialInvalid)
 	}
 	s.keys.put(sum, d, s.Clock.Now(), since)
 	cred.device = d
@@ -103,10 +103,7 @@ func (s *server) deviceByCert(ctx context.Context, cn string) (deviceCredential,
 	}
 	d, err := s.Devices.DeviceByID(ctx, id)
 	if err != nil {
-		if err = unauthorizedOr(err); err == errCredentialInvalid {
-			err = errCertificateInvalid
-		}
-		return deviceCredential{}, err
+		return deviceCredential{}, unauthorizedOr(err, errCertificateInvalid)
 	}
 	return deviceCredential{device: d, key: "cert:" + d.ID.String()}, nil
 }
@@ -143,12 +140,12 @@ func bearer(r *http.Request) (string, error) {
 	return token, nil
 }
 
-// unauthorizedOr maps a failed credential lookup: unknown is invalid, other
-// failures stay internal.
-func unauthorizedOr(err error) error {
+// unauthorizedOr maps a failed credential lookup: unknown is invalid (the
+// credential's own refusal), other failures stay internal.
+func unauthorizedOr(err, invalid error) error {
 	switch furrow.ErrorCode(err) {
 	case furrow.ENOTFOUND, furrow.EUNAUTHORIZED:
-		return errCredentialInvalid
+		return invalid
 	}
 	return err
 }

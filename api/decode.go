@@ -386,7 +386,7 @@ func decodeDeviceID(raw []byte) (uuid.UUID, error) {
 		id, err = furrow.ParseUUID(s)
 	}
 	if err != nil {
-		return uuid.Nil, invalid("The field device_id must be a UUID in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.")
+		return uuid.Nil, invalid("The field device_id must be a UUID in the form %s.", furrow.UUIDForm)
 	}
 	return id, nil
 }

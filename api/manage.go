@@ -68,7 +68,7 @@ func (s *server) authUser(tokenOf func(*http.Request) (string, error)) func(http
 			}
 			u, err := s.Users.UserByToken(r.Context(), token)
 			if err != nil {
-				return nil, userTokenError(unauthorizedOr(err))
+				return nil, userTokenError(unauthorizedOr(err, errCredentialInvalid))
 			}
 			return context.WithValue(r.Context(), userKey, u), nil
 		}, next)
@@ -225,9 +225,9 @@ func decodeError(err error) error {
 			want = want.Elem()
 		}
 		if field, inner := splitPointer(semErr.JSONPointer); inner != "" {
-			return furrow.Errorf(furrow.EINVALID, "The field %s holds %s where %s is expected.", field, jsonKindOf(semErr.JSONKind), jsonKind(want.Kind().String()))
+			return furrow.Errorf(furrow.EINVALID, "The field %s holds %s where %s is expected.", field, jsonKindOf(semErr.JSONKind), jsonKind(want.Kind()))
 		} else if field != "" {
-			return furrow.Errorf(furrow.EINVALID, "The field %s must be %s.", field, jsonKind(want.Kind().String()))
+			return furrow.Errorf(furrow.EINVALID, "The field %s must be %s.", field, jsonKind(want.Kind()))
 		}
 	}
 	return furrow.Errorf(furrow.EINVALID, "The body does not have the expected fields.")
@@ -264,17 +264,18 @@ func jsonKindOf(k jsontext.Kind) string {
 	return "a number"
 }
 
-// jsonKind names a Go kind in JSON words for error messages.
-func jsonKind(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "slice", "array":
-		return "a list"
-	case "map", "struct":
-		return "an object"
-	case "bool":
-		return "a boolean"
+// jsonKind names a Go kind in JSON words, as jsonKindOf names the JSON
+// kind that decodes into it.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return jsonKindOf('"')
+	case reflect.Slice, reflect.Array:
+		return jsonKindOf('[')
+	case reflect.Map, reflect.Struct:
+		return jsonKindOf('{')
+	case reflect.Bool:
+		return jsonKindOf('t')
 	}
-	return "a number"
+	return jsonKindOf('0')
 }

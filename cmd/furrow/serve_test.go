@@ -68,16 +68,7 @@ func TestServeWaitsForItsNamespace(t *testing.T) {
 	go func() { done <- run(ctx, []string{"serve"}, e, &bytes.Buffer{}, stderr) }()
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.After(45 * time.Second)
-		for !ok() {
-			select {
-			case err := <-done:
-				t.Fatalf("furrow serve stopped before %s: %v; stderr:\n%s", what, err, stderr)
-			case <-deadline:
-				t.Fatalf("not %s within 45 s; stderr:\n%s", what, stderr)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
+		waitRunning(t, "furrow serve", what, 45*time.Second, done, stderr, ok)
 	}
 	waitFor("ready, telling of the namespace", func() bool {
 		return answers(t, "http://"+api+"/readyz", http.StatusOK) &&
@@ -113,16 +104,9 @@ func TestServeStartsWhileTemporalIsDown(t *testing.T) {
 	stderr := &testenv.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve"}, e, &bytes.Buffer{}, stderr) }()
-	deadline := time.After(30 * time.Second)
-	for !answers(t, "http://"+api+"/readyz", http.StatusOK) {
-		select {
-		case err := <-done:
-			t.Fatalf("furrow serve stopped before it was ready: %v; stderr:\n%s", err, stderr)
-		case <-deadline:
-			t.Fatalf("furrow serve not ready within 30 s; stderr:\n%s", stderr)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitRunning(t, "furrow serve", "ready", 30*time.Second, done, stderr, func() bool {
+		return answers(t, "http://"+api+"/readyz", http.StatusOK)
+	})
 	// Past a few tries of the worker: still running, still ready.
 	select {
 	case err := <-done:

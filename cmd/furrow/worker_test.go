@@ -69,15 +69,9 @@ func TestWorkerExitsOnAFatalWorkerError(t *testing.T) {
 		t.Fatal("the worker was built without an OnFatalError")
 	}
 	// Ready first, as a worker whose polls fail is.
-	for !strings.Contains(stderr.String(), "worker started") || !answers(t, "http://"+probes+"/readyz", http.StatusOK) {
-		select {
-		case err := <-done:
-			t.Fatalf("furrow worker stopped before it was ready: %v; stderr:\n%s", err, stderr)
-		case <-ctx.Done():
-			t.Fatalf("furrow worker not ready; stderr:\n%s", stderr)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitRunning(t, "furrow worker", "ready", time.Minute, done, stderr, func() bool {
+		return strings.Contains(stderr.String(), "worker started") && answers(t, "http://"+probes+"/readyz", http.StatusOK)
+	})
 	onFatal(serviceerror.NewNamespaceNotFound("furrow"))
 	select {
 	case err := <-done:
@@ -93,6 +87,22 @@ func TestWorkerExitsOnAFatalWorkerError(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), `level=ERROR msg="the Temporal worker stopped on an error it does not retry; stopping" err="Namespace furrow is not found`) {
 		t.Errorf("no ERROR line with the reason; stderr:\n%s", stderr)
+	}
+}
+
+// waitRunning polls ok every 50 ms until it holds, failing t when the
+// process named name ends first (done) or ok does not hold within.
+func waitRunning(t *testing.T, name, what string, within time.Duration, done <-chan error, stderr *testenv.Buffer, ok func() bool) {
+	t.Helper()
+	deadline := time.After(within)
+	for !ok() {
+		select {
+		case err := <-done:
+			t.Fatalf("%s stopped before it was %s: %v; stderr:\n%s", name, what, err, stderr)
+		case <-deadline:
+			t.Fatalf("%s not %s within %s; stderr:\n%s", name, what, within, stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
