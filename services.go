@@ -151,12 +151,13 @@ type WebhookService interface {
 	// overlap has ended by the store's clock is never returned by any read.
 	RotateWebhookSecret(ctx context.Context, farmID, id uuid.UUID, secret string, overlap time.Duration) (Webhook, error)
 	// SetWebhookState writes the enabled flag and failure counter. Only the
-	// per-webhook workflow calls it. A change made by a failed chain that
-	// ended at failedAtMs writes nothing, and returns superseded, when
-	// DeliveredAfter(failedAtMs) holds: the check and the write are one
-	// transaction that locks the webhook first, so that a delivery added
-	// meanwhile by AddDeliveredAttempt either is seen by the check or
-	// reads the count written. failedAtMs 0 checks nothing.
+	// per-webhook workflow calls it. A change made by failed chains the
+	// latest of which ended at failedAtMs writes nothing, and returns
+	// superseded, when an attempt answered 2xx began after it, as
+	// DeliveredBetween tells: the check and the write are one transaction
+	// that locks the webhook first, so that a delivery added meanwhile by
+	// AddDeliveredAttempt either is seen by the check or reads the count
+	// written. failedAtMs 0 checks nothing.
 	SetWebhookState(ctx context.Context, id uuid.UUID, enabled bool, failures int, failedAtMs int64) (superseded bool, err error)
 	// TransitionWebhook writes t's enabled flag and failure counter, its
 	// Seq, time and cause as the webhook's StateSeq, StateChangedAtMs and
@@ -193,12 +194,14 @@ type WebhookService interface {
 	// (AddTestEvent). A webhook or an event that is not there is not an
 	// error: its Found flag is false. A malformed event id is EINVALID.
 	AttemptParts(ctx context.Context, webhookID uuid.UUID, eventID string, test bool) (AttemptParts, error)
-	// DeliveredAfter reports whether an attempt of the webhook that began
-	// after afterMs was answered 2xx, test deliveries (AddTestEvent)
-	// excepted, from the first entries of an index range: a failed chain
-	// that ended at afterMs is then not the latest outcome of its webhook,
-	// whatever order their reports come in.
-	DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error)
+	// DeliveredBetween reports, for each failed chain's end in endsMs
+	// (ascending), whether an attempt of the webhook answered 2xx began
+	// after it and before the next end (after the last: at any time
+	// since), test deliveries (AddTestEvent) excepted: where the run of
+	// consecutive failed chains breaks, whatever order their reports
+	// come in. Each answer is read from the first entries of an index
+	// range.
+	DeliveredBetween(ctx context.Context, webhookID uuid.UUID, endsMs []int64) ([]bool, error)
 	// AttemptHealth summarizes the attempt log of each webhook, in the
 	// order given, in one query: its attempts that sent something, over
 	// the HealthWindow up to now for the counts and durations, and over

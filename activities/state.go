@@ -36,6 +36,31 @@ func (a *Activities) LoadWebhookState(ctx context.Context, id uuid.UUID) (LoadWe
 	return res, nil
 }
 
+// DeliveredBetweenInput asks where a webhook's run of failed chains
+// breaks: EndsMs are when its failed chains ended, ascending.
+type DeliveredBetweenInput struct {
+	WebhookID uuid.UUID
+	EndsMs    []int64
+}
+
+// DeliveredBetweenResult says, for each end of EndsMs, whether a delivery
+// of the webhook (an attempt answered 2xx, a test delivery's excepted)
+// began after it and before the next (after the last: at any time since).
+type DeliveredBetweenResult struct {
+	Delivered []bool
+}
+
+// DeliveredBetween reads where the webhook's run of failed chains breaks
+// (furrow.WebhookService.DeliveredBetween). A delivery whose count read 0
+// is not reported to the workflow: this is how it learns of one.
+func (a *Activities) DeliveredBetween(ctx context.Context, in DeliveredBetweenInput) (DeliveredBetweenResult, error) {
+	found, err := a.Webhooks.DeliveredBetween(ctx, in.WebhookID, in.EndsMs)
+	if err != nil {
+		return DeliveredBetweenResult{}, fmt.Errorf("find deliveries of webhook %s: %w", in.WebhookID, err)
+	}
+	return DeliveredBetweenResult{Delivered: found}, nil
+}
+
 // SetWebhookStateInput is the enabled flag and failure counter to write.
 type SetWebhookStateInput struct {
 	WebhookID uuid.UUID

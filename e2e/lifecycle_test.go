@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -137,5 +138,46 @@ func TestWebhookLifecycleEvents(t *testing.T) {
 				t.Fatalf("the plain webhook received %s", d.Type)
 			}
 		}
+	})
+
+	t.Run("failures reported after a delivery that followed them still disable", func(t *testing.T) {
+		rc := newReceiver(t)
+		late := e.createWebhook(t, map[string]any{"url": rc.URL(), "event_types": []string{"metric.value"}})
+		rc.setSecret(late.Secret)
+		lateReports(t, e, tc, late.ID)
+		if _, data := nextLifecycle(t, watcher, "webhook.disabled", late.ID); data.FailedChains != 5 || data.LastStatusCode != 503 {
+			t.Fatalf("webhook.disabled data %+v, want 5 failed chains, the last answered 503", data)
+		}
+	})
+}
+
+// lateReports makes five chains of hook fail before a delivery to it, and
+// their reports reach the webhook's workflow only after that delivery (as
+// under a backlog, the endpoint having recovered): the reports are sent
+// as the delivery workflows send them, once the delivery, which read a
+// count of 0 and so reported nothing, is in the attempt log. The webhook
+// is disabled at 5, with its webhook.disabled event.
+func lateReports(t *testing.T, e *devEnv, tc client.Client, hookID string) {
+	t.Helper()
+	failedBy := time.Now().UnixMilli()
+	time.Sleep(20 * time.Millisecond)
+	e.postReading(t, 77)
+	waitFor(t, time.Minute, func() bool {
+		rows := e.attempts(t, hookID)
+		return len(rows) > 0 && rows[0].StatusCode == 200
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opts := client.StartWorkflowOptions{ID: "webhook/" + hookID, TaskQueue: "furrow"}
+	for i := range 5 {
+		report := map[string]any{"WebhookID": hookID, "EventID": fmt.Sprintf("evt_late-%d", i), "Failed": true, "StatusCode": 503,
+			"Chain": fmt.Sprintf("delivery/%s/late-%d/run", hookID, i), "EndedAtMs": failedBy - int64(10-i)}
+		if _, err := tc.SignalWithStartWorkflow(ctx, opts.ID, "chain", report, opts, "Webhook", map[string]any{"WebhookID": hookID}); err != nil {
+			t.Fatalf("report %d: %v", i, err)
+		}
+	}
+	waitFor(t, time.Minute, func() bool {
+		w := e.webhook(t, hookID)
+		return !w.Enabled && w.ConsecutiveFailures == 5
 	})
 }

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,13 +165,14 @@ func TestChainCountDeliveryFirstSupersedesTheWrite(t *testing.T) {
 	r.wantFailures(t, 0)
 }
 
-// TestDeliveredAfterUsesTheOutcomeIndex fills the delivery log with 100,000
-// attempts of a webhook over three days, a tenth of them test deliveries
-// with their test events, and checks that DeliveredAfter, which leaves
-// test deliveries out, is still answered from delivery_attempts_outcome
-// and the test events' primary key, reading no more than it must: the
-// newest later 2xx of a farm event ends it.
-func TestDeliveredAfterUsesTheOutcomeIndex(t *testing.T) {
+// TestDeliveredBetweenUsesTheOutcomeIndex fills the delivery log with
+// 100,000 attempts of a webhook over three days, a tenth of them test
+// deliveries with their test events, and checks that DeliveredBetween and
+// the state write's guard, which leave test deliveries out, are still
+// answered from delivery_attempts_outcome and the test events' primary
+// key, reading no more than they must: the newest later 2xx of a farm
+// event ends each probe.
+func TestDeliveredBetweenUsesTheOutcomeIndex(t *testing.T) {
 	ctx := context.Background()
 	clock := newClock()
 	db, url := newDB(t, clock)
@@ -222,19 +225,24 @@ func TestDeliveredAfterUsesTheOutcomeIndex(t *testing.T) {
 		{furrow.Millis(now) - 12*2592, true},  // and the 11th newest, a farm event's
 		{furrow.Millis(now) - 3*86400000, true},
 	} {
-		if got, err := db.DeliveredAfter(ctx, w.ID, c.after); err != nil || got != c.want {
-			t.Fatalf("DeliveredAfter(%d) = %v (%v), want %v", c.after, got, err, c.want)
+		if got, err := db.DeliveredBetween(ctx, w.ID, []int64{c.after}); err != nil || !slices.Equal(got, []bool{c.want}) {
+			t.Fatalf("DeliveredBetween(%d) = %v (%v), want [%v]", c.after, got, err, c.want)
 		}
-		plan := explain(t, conn, "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, TIMING OFF) "+store.DeliveredAfterSQL, w.ID, c.after)
-		t.Logf("plan of DeliveredAfter(%d):\n%s", c.after, plan)
-		for _, line := range strings.Split(plan, "\n") {
-			if strings.Contains(line, "Seq Scan") && !strings.Contains(line, "never executed") && !strings.Contains(line, "rows=0 loops=1") {
-				t.Fatalf("DeliveredAfter scans a table:\n%s", plan)
+		for name, plan := range map[string]string{
+			"the write's guard": explain(t, conn, "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, TIMING OFF) "+store.DeliveredAfterSQL, w.ID, c.after),
+			"DeliveredBetween": explain(t, conn, "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, TIMING OFF) "+store.DeliveredBetweenSQL, w.ID,
+				[]int64{c.after - 86400000, c.after}, []int64{c.after, math.MaxInt64}),
+		} {
+			t.Logf("plan of %s after %d:\n%s", name, c.after, plan)
+			for _, line := range strings.Split(plan, "\n") {
+				if strings.Contains(line, "Seq Scan") && !strings.Contains(line, "never executed") && !strings.Contains(line, "rows=0 loops=1") {
+					t.Fatalf("%s scans a table:\n%s", name, plan)
+				}
 			}
-		}
-		uses := func(index string) bool { return strings.Contains(plan, " using "+index+" ") }
-		if !uses(outcome) || !uses("webhook_test_events_pkey") {
-			t.Fatalf("DeliveredAfter does not use %s (delivery_attempts_outcome) and the test events' key:\n%s", outcome, plan)
+			uses := func(index string) bool { return strings.Contains(plan, " using "+index+" ") }
+			if !uses(outcome) || !uses("webhook_test_events_pkey") {
+				t.Fatalf("%s does not use %s (delivery_attempts_outcome) and the test events' key:\n%s", name, outcome, plan)
+			}
 		}
 	}
 }

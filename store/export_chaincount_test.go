@@ -4,6 +4,10 @@ package store
 // tests that hold its transaction open; its arguments are insertAttempt's.
 const CountedAttemptSQL = countedAttemptSQL
 
-// DeliveredAfterSQL is DeliveredAfter's statement ($1 webhook, $2 ms), for
-// plan tests.
-const DeliveredAfterSQL = deliveredAfterSQL
+// DeliveredAfterSQL is the state write's guard ($1 webhook, $2 ms), and
+// DeliveredBetweenSQL DeliveredBetween's statement ($1 webhook, $2 and $3
+// the bounds), for plan tests.
+var (
+	DeliveredAfterSQL   = deliveredAfterSQL
+	DeliveredBetweenSQL = deliveredBetweenSQL
+)

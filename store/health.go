@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"math"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -77,12 +79,12 @@ func (db *DB) AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]furr
 	return hs, nil
 }
 
-// deliveredAfterSQL is DeliveredAfter's statement: is there an attempt of
-// webhook $1 that began after $2 (ms) and was answered 2xx, a test
-// delivery's excepted? The range of delivery_attempts_outcome (webhook,
-// outcome 1, at_ms > $2) is read until its first row whose event is no
-// test event, with a heap fetch (event_id is not in the index) and a probe
-// of webhook_test_events' key per row: more than one row only when test
+// deliveredIn is the condition "an attempt of webhook $1 answered 2xx,
+// no test delivery's, began after lo (ms) and, when hi is given, before
+// hi". The range of delivery_attempts_outcome (webhook, outcome 1, at_ms
+// in the bounds) is read until its first row whose event is no test
+// event, with a heap fetch (event_id is not in the index) and a probe of
+// webhook_test_events' key per row: more than one row only when test
 // deliveries come first, and a webhook has few (10 a minute at most). The
 // probe is a scalar subquery, run per row: as a NOT EXISTS the planner
 // made it an anti join that, over a long range, hashed every test event.
@@ -94,19 +96,40 @@ func (db *DB) AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]furr
 // outlive their test event by under a day, far older than any chain
 // asked about here).
 //
-// Two clocks meet here: at_ms is the worker's when the POST began, $2 the
-// workflow's (Temporal's) when the failed chain ended. Their skew decides
-// only for a delivery that began within it of the chain's end.
-const deliveredAfterSQL = `SELECT EXISTS (SELECT 1 FROM delivery_attempts a
-	WHERE a.webhook_id = $1 AND ` + deliveredClass + ` = 1 AND ` + sentRows + ` AND a.at_ms > $2
+// Two clocks meet here: at_ms is the worker's when the POST began, the
+// bounds the workflow's (Temporal's) when failed chains ended. Their skew
+// decides only for a delivery that began within it of a chain's end.
+func deliveredIn(lo, hi string) string {
+	bounds := " AND a.at_ms > " + lo
+	if hi != "" {
+		bounds += " AND a.at_ms < " + hi
+	}
+	return `EXISTS (SELECT 1 FROM delivery_attempts a
+	WHERE a.webhook_id = $1 AND ` + deliveredClass + ` = 1 AND ` + sentRows + bounds + `
 		AND (SELECT NOT EXISTS (SELECT 1 FROM webhook_test_events t WHERE t.id = a.event_id)))`
+}
 
-// DeliveredAfter reports whether an attempt of the webhook that began after
-// afterMs was answered 2xx, test deliveries excepted (deliveredAfterSQL).
-func (db *DB) DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error) {
-	var found bool
-	if err := db.pool.QueryRow(ctx, deliveredAfterSQL, webhookID, afterMs).Scan(&found); err != nil {
-		return false, translate(err, "find a delivery", "webhook")
+// deliveredAfterSQL guards a failed chain's state write: was webhook $1
+// delivered to by an attempt that began after $2 (ms)?
+var deliveredAfterSQL = "SELECT " + deliveredIn("$2", "")
+
+// deliveredBetweenSQL is DeliveredBetween's statement: for each pair of
+// bounds of $2 and $3 (ms), in order, was webhook $1 delivered to by an
+// attempt that began between them? Each pair is one probe of the index.
+var deliveredBetweenSQL = `SELECT (SELECT ` + deliveredIn("g.lo", "g.hi") + `)
+	FROM unnest($2::bigint[], $3::bigint[]) WITH ORDINALITY AS g(lo, hi, n) ORDER BY g.n`
+
+// DeliveredBetween implements furrow.WebhookService (deliveredBetweenSQL):
+// the bounds of the last end are it and the largest time there is.
+func (db *DB) DeliveredBetween(ctx context.Context, webhookID uuid.UUID, endsMs []int64) ([]bool, error) {
+	if len(endsMs) == 0 {
+		return nil, nil
+	}
+	his := append(slices.Clone(endsMs[1:]), math.MaxInt64)
+	rows, _ := db.pool.Query(ctx, deliveredBetweenSQL, webhookID, endsMs, his)
+	found, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil {
+		return nil, translate(err, "find deliveries", "webhook")
 	}
 	return found, nil
 }

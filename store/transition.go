@@ -86,7 +86,7 @@ func (db *DB) TransitionWebhook(ctx context.Context, t furrow.WebhookTransition,
 // if the webhook is gone. For a change made by a failed chain that ended
 // at failedAtMs (0: none, one plain UPDATE) it writes nothing, and returns
 // superseded, when an attempt of the webhook that began after failedAtMs
-// was answered 2xx (DeliveredAfter), for the count restarted after that
+// was answered 2xx (deliveredAfterSQL), for the count restarted after that
 // chain.
 //
 // The check and the write are one transaction that locks the webhook's
@@ -143,7 +143,7 @@ func lockWebhook(ctx context.Context, tx pgx.Tx, id uuid.UUID) (int64, error) {
 	return seq, err
 }
 
-// deliveredSince is DeliveredAfter in tx, in a statement of its own.
+// deliveredSince runs deliveredAfterSQL in tx, in a statement of its own.
 func deliveredSince(ctx context.Context, tx pgx.Tx, id uuid.UUID, afterMs int64) (bool, error) {
 	var found bool
 	err := tx.QueryRow(ctx, deliveredAfterSQL, id, afterMs).Scan(&found)

@@ -39,7 +39,8 @@ var update = flag.Bool("update", false, "regenerate testdata histories against a
 // those of deliveries started at Revision 1, which ask for none, recorded
 // before the webhook workflow's chain-order change ("before_chain_order_"),
 // the webhook workflow's before its gone-check change
-// ("before_gone_check_"), then the current ones, and a redelivery's
+// ("before_gone_check_") and before its chain-streaks change
+// ("before_chain_streaks_"), then the current ones, and a redelivery's
 // workflow of named events and one of a redelivery since a time. go test
 // -run TestReplay -update records the current ones (prefix); their
 // redelivery first waits for the webhook's rate.
@@ -50,7 +51,7 @@ var histories = []string{
 	"lifecycle_events_delivery_rejected.json", "lifecycle_events_delivery_retried.json", "lifecycle_events_webhook.json",
 	"webhook_rate_delivery_rejected.json", "webhook_rate_delivery_retried.json", "webhook_rate_webhook.json",
 	"before_chain_order_delivery_rejected.json", "before_chain_order_delivery_retried.json", "before_chain_order_webhook.json",
-	"before_gone_check_webhook.json",
+	"before_gone_check_webhook.json", "before_chain_streaks_webhook.json",
 	prefix + "delivery_rejected.json", prefix + "delivery_retried.json", prefix + "webhook.json",
 	prefix + "redeliver.json", prefix + "redeliver_since.json",
 }

@@ -78,12 +78,17 @@ const rememberedChains = 256
 // last, oldest first, LastFailedAtMs, when the latest counted failed chain
 // ended (0: none, or its report did not say), and FailedEndsMs, when the
 // failed chains the count holds ended, in the order they were counted.
+// FailedMs and DeliveredMs are when the failed and the delivered chains
+// reported since the last re-enable ended, ascending, the newest
+// rememberedEnds of each (chainStreaks).
 type WebhookInput struct {
 	WebhookID      uuid.UUID
 	State          *WebhookState
 	Counted        []string `json:",omitempty"`
 	LastFailedAtMs int64    `json:",omitempty"`
 	FailedEndsMs   []int64  `json:",omitempty"`
+	FailedMs       []int64  `json:",omitempty"`
+	DeliveredMs    []int64  `json:",omitempty"`
 }
 
 // Webhook is the per-webhook workflow, the single writer of the webhook's
@@ -103,7 +108,8 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 	if err != nil || state.Gone {
 		return err
 	}
-	w := &webhookRun{state: state, counted: in.Counted, lastFailedAtMs: in.LastFailedAtMs, ends: in.FailedEndsMs}
+	w := &webhookRun{state: state, counted: in.Counted, lastFailedAtMs: in.LastFailedAtMs, ends: in.FailedEndsMs,
+		failed: in.FailedMs, delivered: in.DeliveredMs}
 	err = workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (WebhookState, error) { return w.state, nil },
 		workflow.QueryHandlerOptions{Description: "The webhook's enabled flag, consecutive failed chains and last change."})
 	if err != nil {
@@ -124,6 +130,10 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 				return
 			}
 			w.count(r.Chain)
+			if w.byEnds(ctx) {
+				w.remember(r, workflow.Now(ctx))
+				return
+			}
 			if r.Failed {
 				w.failedAtMs = r.EndedAtMs
 				w.lastFailedAtMs = max(w.lastFailedAtMs, r.EndedAtMs)
@@ -142,6 +152,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		c.Receive(ctx, &by)
 		w.failedAtMs = 0
 		w.next, w.nextEnds = w.afterReenable(reenabledBy(by), workflow.Now(ctx)), nil
+		w.forget()
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalDeleted), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -174,7 +185,7 @@ func Webhook(ctx workflow.Context, in WebhookInput) error {
 		}
 	}
 	return workflow.NewContinueAsNewError(ctx, Webhook, WebhookInput{WebhookID: in.WebhookID, State: &w.state, Counted: w.counted,
-		LastFailedAtMs: w.lastFailedAtMs, FailedEndsMs: w.ends})
+		LastFailedAtMs: w.lastFailedAtMs, FailedEndsMs: w.ends, FailedMs: w.failed, DeliveredMs: w.delivered})
 }
 
 // webhookRun is the state of one run: state as written, next as wanted,
@@ -203,13 +214,26 @@ type webhookRun struct {
 	// than write next (which the signal or timer that set it left as is).
 	check bool
 	// oldChanges counts the changes of the enabled flag this run found
-	// written the old way (see lifecycleEvents).
-	oldChanges int
+	// written the old way (see lifecycleEvents), oldReports the reports it
+	// found counted the old way (see byEnds).
+	oldChanges, oldReports int
+	// failed and delivered are when the failed and the delivered chains
+	// reported since the last re-enable ended, ascending (chainStreaks);
+	// recount, when set, is the report after which apply counts them
+	// again.
+	failed, delivered []int64
+	recount           *furrow.ChainReport
 }
 
-// apply does what the signal or timer just handled asks: writes next, or
-// reads the webhook to learn whether it was deleted.
+// apply does what the signal or timer just handled asks: counts the
+// chains again and writes next, or reads the webhook to learn whether it
+// was deleted.
 func (w *webhookRun) apply(ctx workflow.Context) error {
+	if w.recount != nil {
+		if err := w.countAgain(ctx); err != nil {
+			return err
+		}
+	}
 	if !w.check {
 		return w.write(ctx)
 	}
@@ -373,21 +397,29 @@ func (w *webhookRun) write(ctx workflow.Context) error {
 }
 
 // lifecycleEvents says whether a change of the enabled flag is written the
-// lifecycle way (lifecycleChange). GetVersion keeps its first answer for
-// the rest of a run, so a run that replayed a change written the old way
-// would write every later one the old way too, without its event, until
-// its next continue-as-new. Such a run asks again, under a name of each
-// change's own: a change written since finds its marker, or records it,
-// and takes the new way; one replayed from before finds none and keeps
-// the old.
+// lifecycle way (lifecycleChange), asked again per change (askAgain).
 func (w *webhookRun) lifecycleEvents(ctx workflow.Context) bool {
-	if workflow.GetVersion(ctx, lifecycleChange, workflow.DefaultVersion, 1) >= 1 {
+	return askAgain(ctx, lifecycleChange, &w.oldChanges)
+}
+
+// askAgain says whether a run takes change now. GetVersion keeps its first
+// answer for the rest of a run, so a run that replayed a step taken the
+// old way would take every later one the old way too, until its next
+// continue-as-new. Such a run asks again, under a name of each step's own
+// (askedAgain), counting them in old: a step taken since finds its marker,
+// or records it, and takes the new way; one replayed from before finds
+// none and keeps the old.
+func askAgain(ctx workflow.Context, change string, old *int) bool {
+	if workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) >= 1 {
 		return true
 	}
-	w.oldChanges++
-	name := fmt.Sprintf("%s-after-%d", lifecycleChange, w.oldChanges)
-	return workflow.GetVersion(ctx, name, workflow.DefaultVersion, 1) >= 1
+	*old++
+	return workflow.GetVersion(ctx, askedAgain(change, *old), workflow.DefaultVersion, 1) >= 1
 }
+
+// askedAgain is the name change is asked under at a run's n-th step taken
+// the old way.
+func askedAgain(change string, n int) string { return fmt.Sprintf("%s-after-%d", change, n) }
 
 // details tells the state in a line of Temporal markdown.
 func (s WebhookState) details() string {

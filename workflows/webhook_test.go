@@ -133,14 +133,17 @@ func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 	env := newEnv()
 	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
 	// All signals arrive together, so the run must drain what is pending
-	// after its bound before continuing as new.
+	// after its bound before continuing as new. The delivered chains end
+	// when counted, the failed ones after.
+	var ends []int64
 	env.RegisterDelayedCallback(func() {
 		for range 498 {
 			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID})
 		}
 		for i := range 3 {
+			ends = append(ends, furrow.Millis(env.Now())+int64(i+1))
 			env.SignalWorkflow(workflows.SignalChain, furrow.ChainReport{WebhookID: f.webhook.ID, Failed: true, Chain: fmt.Sprint("chain-", i),
-				EndedAtMs: int64(i + 1)})
+				EndedAtMs: ends[i]})
 		}
 	}, time.Minute)
 	env.ExecuteWorkflow(workflows.WebhookWorkflowName, workflows.WebhookInput{WebhookID: f.webhook.ID})
@@ -158,11 +161,11 @@ func TestWebhookContinuesAsNewKeepingTheCounter(t *testing.T) {
 	if !slices.Equal(next.Counted, []string{"chain-0", "chain-1", "chain-2"}) {
 		t.Fatalf("continued with the chains %v counted, want the three failed ones", next.Counted)
 	}
-	if next.LastFailedAtMs != 3 {
-		t.Fatalf("continued with the latest failure ended at %d, want 3", next.LastFailedAtMs)
+	if !slices.Equal(next.FailedMs, ends) {
+		t.Fatalf("continued with the failures' ends %v, want %v", next.FailedMs, ends)
 	}
-	if !slices.Equal(next.FailedEndsMs, []int64{1, 2, 3}) {
-		t.Fatalf("continued with the failures' ends %v, want [1 2 3]", next.FailedEndsMs)
+	if len(next.DeliveredMs) != workflows.RememberedEnds {
+		t.Fatalf("continued with %d deliveries' ends, want the newest %d", len(next.DeliveredMs), workflows.RememberedEnds)
 	}
 }
 
@@ -431,8 +434,18 @@ func lateSuccessEnv(version workflow.Version) (*fixture, *testsuite.TestWorkflow
 	ftemporal.Register(env, &activities.Activities{Webhooks: f.store, Clock: furrow.ClockFunc(env.Now)})
 	if version != workflows.LateSuccessRecount {
 		env.OnGetVersion(workflows.ChangeLateSuccess, workflow.DefaultVersion, workflows.LateSuccessRecount).Return(version)
+		countTheOldWay(env, 10)
 	}
 	return f, env
+}
+
+// countTheOldWay makes the webhook workflow in env count its first n
+// reports as before the chain-streaks change.
+func countTheOldWay(env *testsuite.TestWorkflowEnvironment, n int) {
+	env.OnGetVersion(workflows.ChangeChainStreaks, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	for i := 1; i <= n; i++ {
+		env.OnGetVersion(workflows.ChainStreaksAfter(i), workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
 }
 
 // failedChain is the report of chain, failed with a 503, ended at endedAt.

@@ -22,19 +22,34 @@ func (s *Store) AttemptHealth(ctx context.Context, webhookIDs []uuid.UUID) ([]fu
 	})
 }
 
-// DeliveredAfter implements furrow.WebhookService.
-func (s *Store) DeliveredAfter(ctx context.Context, webhookID uuid.UUID, afterMs int64) (bool, error) {
-	return do(ctx, s, "DeliveredAfter", []any{webhookID, afterMs}, func() (bool, error) {
-		return s.deliveredAfter(webhookID, afterMs), nil
+// DeliveredBetween implements furrow.WebhookService.
+func (s *Store) DeliveredBetween(ctx context.Context, webhookID uuid.UUID, endsMs []int64) ([]bool, error) {
+	return do(ctx, s, "DeliveredBetween", []any{webhookID, endsMs}, func() ([]bool, error) {
+		var found []bool
+		for i, lo := range endsMs {
+			hi := int64(math.MaxInt64)
+			if i+1 < len(endsMs) {
+				hi = endsMs[i+1]
+			}
+			found = append(found, s.deliveredIn(webhookID, lo, hi))
+		}
+		return found, nil
 	})
 }
 
-// deliveredAfter is DeliveredAfter; the caller holds the lock. A test
-// delivery's row is told by its event, a stored test event.
+// deliveredAfter reports whether an attempt answered 2xx began after
+// afterMs; the caller holds the lock.
 func (s *Store) deliveredAfter(webhookID uuid.UUID, afterMs int64) bool {
+	return s.deliveredIn(webhookID, afterMs, math.MaxInt64)
+}
+
+// deliveredIn reports whether an attempt answered 2xx began after lo and
+// before hi; the caller holds the lock. A test delivery's row is told by
+// its event, a stored test event.
+func (s *Store) deliveredIn(webhookID uuid.UUID, lo, hi int64) bool {
 	for _, a := range s.attempts {
 		_, test := s.testEvents[a.EventID]
-		if a.WebhookID == webhookID && !furrow.Skipped(a.Error) && furrow.Accepted(a.StatusCode) && a.AtMs > afterMs && !test {
+		if a.WebhookID == webhookID && !furrow.Skipped(a.Error) && furrow.Accepted(a.StatusCode) && a.AtMs > lo && a.AtMs < hi && !test {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -10,24 +11,24 @@ import (
 )
 
 // ChainCounts checks what the count of failed chains relies on: which rows
-// DeliveredAfter sees, the state writes guarded by it, and the counter
+// DeliveredBetween sees, the state writes guarded by it, and the counter
 // AddDeliveredAttempt reads. (Their ordering under concurrency is the
 // PostgreSQL store's own test; the in-memory store serializes them.)
 func ChainCounts(t *testing.T, newSubject New) {
 	run(t, newSubject, map[string]func(*env){
-		"DeliveredAfterIgnoresTestDeliveries": func(e *env) {
+		"DeliveredBetweenIgnoresTestDeliveries": func(e *env) {
 			f, _ := e.farm()
 			w := e.webhook(f.ID)
 			now := e.clock.Now()
 			test := furrow.NewWebhookTestEvent(w, furrow.Millis(now))
 			e.must(e.Webhooks.AddTestEvent(e.ctx, w.ID, test))
 			e.attempt(w.ID, test.ID, 200, now.Add(time.Minute))
-			if got, err := e.Webhooks.DeliveredAfter(e.ctx, w.ID, furrow.Millis(now)); err != nil || got {
-				e.t.Fatalf("DeliveredAfter = %v (%v), want false: only a test delivery came after", got, err)
+			if got, err := e.Webhooks.DeliveredBetween(e.ctx, w.ID, []int64{furrow.Millis(now)}); err != nil || !slices.Equal(got, []bool{false}) {
+				e.t.Fatalf("DeliveredBetween = %v (%v), want [false]: only a test delivery came after", got, err)
 			}
 			e.attempt(w.ID, furrow.NewEventID(), 204, now.Add(2*time.Minute))
-			if got, err := e.Webhooks.DeliveredAfter(e.ctx, w.ID, furrow.Millis(now)); err != nil || !got {
-				e.t.Fatalf("DeliveredAfter = %v (%v), want true after a delivery of a farm event", got, err)
+			if got, err := e.Webhooks.DeliveredBetween(e.ctx, w.ID, []int64{furrow.Millis(now)}); err != nil || !slices.Equal(got, []bool{true}) {
+				e.t.Fatalf("DeliveredBetween = %v (%v), want [true] after a delivery of a farm event", got, err)
 			}
 		},
 		"StateWriteIsSupersededByALaterDelivery": func(e *env) {

@@ -104,7 +104,7 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 				e.t.Fatalf("after a timeout: %+v", hs[0])
 			}
 		},
-		"DeliveredAfterSeesOnlyLaterDeliveries": func(e *env) {
+		"DeliveredBetweenSeesOnlyDeliveriesInEachGap": func(e *env) {
 			f, _ := e.farm()
 			w, other := e.webhook(f.ID), e.webhook(f.ID)
 			now := e.clock.Now()
@@ -116,14 +116,22 @@ func WebhookOwnerTools(t *testing.T, newSubject New) {
 			add(w.ID, 500, "", now)
 			add(w.ID, 0, furrow.SkipWebhookDisabled, now.Add(time.Minute))
 			add(other.ID, 200, "", now.Add(time.Minute))
+			ms := func(d time.Duration) int64 { return furrow.Millis(now.Add(d)) }
 			for _, c := range []struct {
-				after time.Time
-				want  bool
-			}{{now.Add(-2 * time.Hour), true}, {now.Add(-time.Hour), false}, {now.Add(-time.Minute), false}} {
-				got, err := e.Webhooks.DeliveredAfter(e.ctx, w.ID, furrow.Millis(c.after))
+				ends []int64
+				want []bool
+			}{
+				{nil, nil},
+				{[]int64{ms(-2 * time.Hour)}, []bool{true}},
+				{[]int64{ms(-time.Hour)}, []bool{false}}, // began at the end: not after it
+				{[]int64{ms(-3 * time.Hour), ms(-90 * time.Minute), ms(-30 * time.Minute), ms(-time.Minute)}, []bool{false, true, false, false}},
+				{[]int64{ms(-2 * time.Hour), ms(-time.Hour) + 1}, []bool{true, false}},
+				{[]int64{ms(-2 * time.Hour), ms(-time.Hour)}, []bool{false, false}}, // began at the next end: not before it
+			} {
+				got, err := e.Webhooks.DeliveredBetween(e.ctx, w.ID, c.ends)
 				e.must(err)
-				if got != c.want {
-					e.t.Fatalf("DeliveredAfter(%s) = %v, want %v: only the 204 an hour ago was delivered", c.after, got, c.want)
+				if !slices.Equal(got, c.want) {
+					e.t.Fatalf("DeliveredBetween(%v) = %v, want %v: only the 204 an hour ago was delivered", c.ends, got, c.want)
 				}
 			}
 		},
