@@ -3,6 +3,7 @@ package workflows
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -98,6 +99,9 @@ func (w *webhookRun) countAgain(ctx workflow.Context) error {
 		w.next, w.nextEnds = w.afterChain(r, now), nil
 		return nil
 	}
+	if len(w.failed) == 0 {
+		return nil // a delivered chain, no failure to count: nothing changes
+	}
 	var a *activities.Activities
 	var got activities.DeliveredBetweenResult
 	in := activities.DeliveredBetweenInput{WebhookID: w.state.WebhookID, EndsMs: w.failed}
@@ -113,7 +117,7 @@ func (w *webhookRun) countAgain(ctx workflow.Context) error {
 		w.next.Enabled = false
 		w.next.LastChange += fmt.Sprintf("; disabled after %d consecutive failed chains", count)
 		w.change = furrow.WebhookTransition{AtMs: furrow.Millis(now), LastStatusCode: r.StatusCode, LastError: r.Error}
-	case count > 0 && len(w.failed) > 0:
+	case count > 0:
 		// A delivery that begins after the latest failure, before this
 		// write, reads the count of before and may not report itself.
 		w.failedAtMs = w.failed[len(w.failed)-1]
@@ -126,7 +130,7 @@ func (w *webhookRun) countAgain(ctx workflow.Context) error {
 func (w *webhookRun) breaks(found []bool) []bool {
 	out := make([]bool, len(w.failed))
 	for i, end := range w.failed {
-		next := int64(1<<63 - 1)
+		next := int64(math.MaxInt64)
 		if i+1 < len(w.failed) {
 			next = w.failed[i+1]
 		}
