@@ -92,9 +92,10 @@ type WebhookInput struct {
 }
 
 // Webhook is the per-webhook workflow, the single writer of the webhook's
-// failure counter and enabled flag. It counts consecutive failed chains,
-// disables the webhook at furrow.MaxFailedChains, restarts the count after
-// a successful chain, and re-enables and resets on SignalReenable. It ends
+// failure counter and enabled flag. It counts consecutive failed chains in
+// the order they ended (chainStreaks), disables the webhook at
+// furrow.MaxFailedChains, restarts the count after a successful chain, and
+// re-enables and resets on SignalReenable. It ends
 // when the webhook is deleted: when a write finds it gone, on
 // SignalDeleted, or at the latest goneCheckEvery after the delete. It
 // answers QueryState and keeps its current details saying its state, for
