@@ -16,3 +16,6 @@ func ChainStreaksAfter(n int) string { return askedAgain(chainStreaks, n) }
 
 // RememberedEnds is rememberedEnds.
 const RememberedEnds = rememberedEnds
+
+// CountByEnds is countByEnds.
+var CountByEnds = countByEnds

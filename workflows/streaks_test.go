@@ -11,6 +11,7 @@ import (
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/activities"
 	ftemporal "github.com/furrowhq/furrow/temporal"
+	"github.com/furrowhq/furrow/workflows"
 )
 
 // delivered stores a delivery of the webhook that began at atMs, as the
@@ -137,5 +138,28 @@ func TestWebhookReenableForgetsTheChainsBefore(t *testing.T) {
 	w := f.store.webhook(f.webhook.ID)
 	if !w.Enabled || w.ConsecutiveFailures != 1 {
 		t.Fatalf("webhook = enabled %v failures %d, want enabled at 1", w.Enabled, w.ConsecutiveFailures)
+	}
+}
+
+func TestCountByEnds(t *testing.T) {
+	for _, c := range []struct {
+		breaks   []bool // after each failure, in the order they ended
+		count    int
+		disables bool
+	}{
+		{nil, 0, false},
+		{[]bool{false, false, false}, 3, false},
+		{[]bool{false, false, true}, 0, false},
+		{[]bool{false, true, false, false}, 2, false},
+		{[]bool{false, false, false, false, false}, 5, true},
+		{[]bool{false, false, false, false, true}, 5, true},                      // a delivery after the fifth does not undo it
+		{[]bool{false, false, false, false, false, false, true, false}, 7, true}, // the run's length
+		{[]bool{false, false, false, true, false, false, false, false}, 4, false},
+		{[]bool{true, true, true, true, true, true}, 0, false},
+	} {
+		count, disables := workflows.CountByEnds(c.breaks)
+		if count != c.count || disables != c.disables {
+			t.Errorf("countByEnds(%v) = %d, %v; want %d, %v", c.breaks, count, disables, c.count, c.disables)
+		}
 	}
 }
