@@ -36,6 +36,12 @@ const (
 	SkipEventDeleted    = SkipPrefix + "event deleted"
 )
 
+// AttemptLost is the error of the row of an attempt that ended with no row
+// of its own: the worker making it stopped (or stalled) past its time, so
+// whether the endpoint got the request is not known. The chain goes on
+// as after any failed attempt.
+const AttemptLost = "lost: the worker making this attempt stopped before it ended; whether the endpoint got it is not known"
+
 // SkipPrefix starts the error of every attempt row that sent nothing. The
 // delivery log's health index (migration 0015) leaves such rows out by it.
 const SkipPrefix = "skipped: "

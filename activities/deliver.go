@@ -249,6 +249,42 @@ func (a *Activities) record(ctx context.Context, row furrow.Attempt) int {
 	return failures
 }
 
+// LostAttemptInput is an attempt whose activity timed out, so that it
+// wrote no row: its webhook, event and number, and AtMs, when the
+// workflow asked for it.
+type LostAttemptInput struct {
+	WebhookID uuid.UUID
+	EventID   string
+	Attempt   int
+	AtMs      int64
+}
+
+// LostAttemptResult says whether the row was written; false when a retry
+// of the call found it there.
+type LostAttemptResult struct {
+	Written bool
+}
+
+// RecordLostAttempt writes the row of a lost attempt (furrow.AttemptLost),
+// so that the delivery log still holds every attempt. Its delivery id
+// derives from the workflow run and the attempt, so a retried call writes
+// it once.
+func (a *Activities) RecordLostAttempt(ctx context.Context, in LostAttemptInput) (LostAttemptResult, error) {
+	run := activity.GetInfo(ctx).WorkflowExecution.RunID
+	id := uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "furrow:lost-attempt/%s/%d", run, in.Attempt))
+	row := furrow.Attempt{DeliveryID: id, WebhookID: in.WebhookID, EventID: in.EventID, Attempt: in.Attempt,
+		Error: furrow.AttemptLost, AtMs: in.AtMs}
+	switch err := a.Webhooks.AddAttempt(ctx, row); furrow.ErrorCode(err) {
+	case "":
+	case furrow.ECONFLICT:
+		return LostAttemptResult{}, nil
+	default:
+		return LostAttemptResult{}, fmt.Errorf("record lost attempt %d of webhook %s: %w", in.Attempt, in.WebhookID, err)
+	}
+	a.logger().WarnContext(ctx, "delivery attempt lost", "webhook_id", in.WebhookID, "event_id", in.EventID, "attempt", in.Attempt)
+	return LostAttemptResult{Written: true}, nil
+}
+
 // classify turns a sent attempt into nil (furrow.Accepted) or an
 // application error, retryable as furrow.Retried says.
 func classify(schedule []furrow.Duration, attempt int, s sent) error {

@@ -202,8 +202,12 @@ func (c *chain) deliver(ctx workflow.Context) (activities.DeliverResult, error) 
 			return res, err
 		}
 		res = activities.DeliverResult{}
+		asked := workflow.Now(ctx)
 		err = c.attempt(ctx, attempt, &res)
 		res.Attempt = attempt
+		if lost(err) {
+			c.recordLost(ctx, attempt, asked)
+		}
 		if err == nil || !activities.Retried(err) {
 			break
 		}
@@ -287,6 +291,39 @@ func (c *chain) retryInOneActivity(ctx workflow.Context, first error) (activitie
 		res.Attempt = c.total()
 	}
 	return res, asChainFailure(err)
+}
+
+// lostAttemptRow versions what a lost attempt leaves: before it, nothing,
+// so the delivery log missed the attempts whose worker stopped during
+// them; since, a row (furrow.AttemptLost). It is asked only for such an
+// attempt, so other histories carry no marker of it.
+const lostAttemptRow = "lost-attempt-row"
+
+// lost reports whether an attempt's activity timed out: the worker making
+// it stopped, or stalled, past attemptTimeout, and wrote no row.
+func lost(err error) bool {
+	var timeout *temporal.TimeoutError
+	return err != nil && errors.As(err, &timeout)
+}
+
+// recordLost writes the row of the lost attempt asked for at asked. A row
+// that cannot be written is logged, and the chain goes on: the attempt
+// counts as failed either way.
+func (c *chain) recordLost(ctx workflow.Context, attempt int, asked time.Time) {
+	if workflow.GetVersion(ctx, lostAttemptRow, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	var a *activities.Activities
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute, MaximumAttempts: 10},
+		Summary:             c.lostSummary(attempt),
+	})
+	in := activities.LostAttemptInput{WebhookID: c.in.WebhookID, EventID: c.in.EventID, Attempt: attempt, AtMs: furrow.Millis(asked)}
+	if err := workflow.ExecuteActivity(actx, a.RecordLostAttempt, in).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("lost attempt not recorded", "webhook_id", c.in.WebhookID, "event_id", c.in.EventID,
+			"attempt", attempt, "error", err)
+	}
 }
 
 // failure is what a failed attempt's error tells.

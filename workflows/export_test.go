@@ -19,3 +19,6 @@ const RememberedEnds = rememberedEnds
 
 // CountByEnds is countByEnds.
 var CountByEnds = countByEnds
+
+// ChangeLostAttemptRow is lostAttemptRow.
+const ChangeLostAttemptRow = lostAttemptRow

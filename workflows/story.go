@@ -53,6 +53,10 @@ func (c *chain) attemptSummary(n int) string {
 	return fmt.Sprintf("attempt %d of %d", n, c.total())
 }
 
+func (c *chain) lostSummary(n int) string {
+	return fmt.Sprintf("record attempt %d of %d as lost", n, c.total())
+}
+
 func (c *chain) retriedSummary() string {
 	return fmt.Sprintf("attempts 2 to %d of %d, retried by Temporal", c.total(), c.total())
 }
