@@ -28,9 +28,11 @@ import (
 const chainStreaks = "chain-streaks"
 
 // rememberedEnds bounds how many ends of failed, and of delivered, chains
-// a run remembers: a late report is placed among the chains that ended
-// around it, and reports come late by minutes or hours, not by this many
-// chains.
+// a run remembers, the newest by when they ended: a late report is placed
+// among them, and one older than all of them is not counted. Five in a
+// row among the newest 64 disable the webhook however many came before;
+// a run of five among older ones, each reported after all 64, would be
+// missed.
 const rememberedEnds = 64
 
 // byEnds says whether the report just received is counted by when the
