@@ -350,8 +350,7 @@ func failureOf(err error) failure {
 // asChainFailure turns an activity timeout into an application error so
 // that it counts as a failed chain like any other endpoint failure.
 func asChainFailure(err error) error {
-	var timeout *temporal.TimeoutError
-	if err != nil && errors.As(err, &timeout) {
+	if lost(err) {
 		return temporal.NewApplicationError("attempt timed out", activities.ErrorTypeRetryable)
 	}
 	return err

@@ -143,3 +143,10 @@ func newEnv() *testsuite.TestWorkflowEnvironment {
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: deadlockBound})
 	return env
 }
+
+// minutes returns the time, in ms, m minutes after a test environment's
+// start, for chain reports' ends and delivery rows.
+func minutes() func(m int) int64 {
+	start := newEnv().Now()
+	return func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+}

@@ -42,8 +42,7 @@ func (f *fixture) lateFailures(from int, ends ...int64) []chainReport {
 // at 0 however many chains failed in a row.
 func TestWebhookFailuresReportedAfterARecoveryStillDisable(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	start := newEnv().Now()
-	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	at := minutes()
 	f.delivered(t, at(10)) // the endpoint recovered, its chain read 0
 	runChainReports(t, f, f.lateFailures(11, at(1), at(2), at(3), at(4), at(5), at(6)))
 	wantLifecycle(t, f, disabled)
@@ -66,8 +65,7 @@ func TestWebhookLateFailuresCountFromTheDeliveryBetweenThem(t *testing.T) {
 	}{{4, true, 0}, {5, false, 5}} {
 		t.Run(fmt.Sprintf("%d after", c.after), func(t *testing.T) {
 			f := newFixture("https://example.com", 0)
-			start := newEnv().Now()
-			at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+			at := minutes()
 			f.delivered(t, at(5))  // between the fourth and the fifth failure
 			f.delivered(t, at(30)) // after them all
 			ends := []int64{at(1), at(2), at(3), at(4)}
@@ -88,8 +86,7 @@ func TestWebhookLateFailuresCountFromTheDeliveryBetweenThem(t *testing.T) {
 // and it is never 5.
 func TestWebhookCountsReportsInTheOrderTheChainsEnded(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	start := newEnv().Now()
-	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	at := minutes()
 	fail := f.failedChain
 	runChainReports(t, f, []chainReport{
 		{10, fail("f5", at(6))},
@@ -130,8 +127,7 @@ func TestWebhookCountedTheOldWayGoesOnByEnds(t *testing.T) {
 // one after, with no delivery anywhere, leave the webhook enabled at 1.
 func TestWebhookReenableForgetsTheChainsBefore(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	start := newEnv().Now()
-	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	at := minutes()
 	reports := f.lateFailures(1, at(0)+1, at(1)+1, at(2)+1, at(3)+1)
 	reports = append(reports, chainReport{6, f.failedChain("after", at(5)+1)})
 	runChainReports(t, f, reports, 5)

@@ -238,8 +238,7 @@ func TestWebhookCountsAChainOnce(t *testing.T) {
 // after does.
 func TestWebhookLateFailureBeforeReenableDoesNotCount(t *testing.T) {
 	f := newFixture("https://example.com", furrow.MaxFailedChains)
-	start := newEnv().Now()
-	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	at := minutes()
 	fail := f.failedChain
 	runChainReports(t, f, []chainReport{
 		{3, fail("late", at(1))},   // ended before the re-enable at minute 2
@@ -258,8 +257,7 @@ func TestWebhookLateFailureBeforeReenableDoesNotCount(t *testing.T) {
 // nothing. One that ended after the delivery counts.
 func TestWebhookFailureBeforeAnUnreportedDeliveryDoesNotCount(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	start := newEnv().Now()
-	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	at := minutes()
 	err := f.store.AddAttempt(context.Background(), furrow.Attempt{DeliveryID: uuid.New(), WebhookID: f.webhook.ID,
 		EventID: furrow.NewEventID(), Attempt: 1, StatusCode: 200, AtMs: at(2)})
 	if err != nil {
@@ -322,8 +320,7 @@ func TestWebhookLateSuccessBeforeACountedFailureKeepsTheCount(t *testing.T) {
 // the count, whatever order the reports came in.
 func TestWebhookSuccessAfterTheLatestFailureRestartsTheCount(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	start := newEnv().Now()
-	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	at := minutes()
 	fail := f.failedChain
 	runChainReports(t, f, []chainReport{
 		{4, fail("later", at(3))},
@@ -386,8 +383,7 @@ func TestWebhookContinuesAsNewKeepingTheFailuresEnds(t *testing.T) {
 // failure that ended before it and is reported after does not count.
 func TestWebhookReenableAtZeroIsRemembered(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	start := newEnv().Now()
-	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	at := minutes()
 	runChainReports(t, f, []chainReport{
 		{3, f.failedChain("late", at(1))},
 		{4, f.failedChain("after", at(3))},
@@ -402,8 +398,7 @@ func TestWebhookReenableAtZeroIsRemembered(t *testing.T) {
 // count, one that ended after does.
 func TestWebhookFreshStartKnowsTheLastReenable(t *testing.T) {
 	f := newFixture("https://example.com", 0)
-	start := newEnv().Now()
-	at := func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	at := minutes()
 	ctx := context.Background()
 	for seq, enabled := range []bool{false, true} {
 		tr := furrow.WebhookTransition{WebhookID: f.webhook.ID, Seq: int64(seq + 1), AtMs: at(seq + 1), Enabled: enabled}
