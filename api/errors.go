@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -46,8 +47,9 @@ var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 	http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // allowedMethods returns, for the Allow header a 405 must carry (RFC 9110),
-// the methods mux serves on r's path. mux is the whole API's router: the
-// route context of a subrouter's 405 may hold no routes to match against.
+// the methods mux serves on r's path: HEAD wherever GET (see routes). mux
+// is the whole API's router: the route context of a subrouter's 405 may
+// hold no routes to match against.
 func allowedMethods(mux chi.Routes, r *http.Request) string {
 	path := r.URL.RawPath
 	if path == "" {
@@ -55,7 +57,8 @@ func allowedMethods(mux chi.Routes, r *http.Request) string {
 	}
 	var allowed []string
 	for _, m := range routeMethods {
-		if mux.Match(chi.NewRouteContext(), m, path) {
+		if mux.Match(chi.NewRouteContext(), m, path) ||
+			m == http.MethodHead && slices.Contains(allowed, http.MethodGet) {
 			allowed = append(allowed, m)
 		}
 	}

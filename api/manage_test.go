@@ -197,7 +197,7 @@ func TestFarmRoutesBeforeCredential(t *testing.T) {
 		}{
 			{"GET", "/api/farms", http.StatusMethodNotAllowed, "POST"},
 			{"DELETE", h.farmPath("/members"), http.StatusMethodNotAllowed, "POST"},
-			{"PUT", h.farmPath("/webhooks/" + uuid.NewString()), http.StatusMethodNotAllowed, "GET, PATCH, DELETE"},
+			{"PUT", h.farmPath("/webhooks/" + uuid.NewString()), http.StatusMethodNotAllowed, "GET, HEAD, PATCH, DELETE"},
 			{"GET", h.farmPath("/nope"), http.StatusNotFound, ""},
 			{"GET", "/api/farms/" + uuid.NewString() + "/nope", http.StatusNotFound, ""},
 			{"POST", h.farmPath("/webhooks/" + uuid.NewString() + "/nope"), http.StatusNotFound, ""},

@@ -323,8 +323,8 @@ func TestMethodNotAllowedListsAllow(t *testing.T) {
 	for _, tc := range []struct{ method, path, want string }{
 		{"GET", "/api/metric-values", "POST"},
 		{"GET", "/api/farms", "POST"},
-		{"PUT", h.farmPath("/devices"), "GET, POST"},
-		{"PUT", h.farmPath("/webhooks/" + uuid.NewString()), "GET, PATCH, DELETE"},
+		{"PUT", h.farmPath("/devices"), "GET, HEAD, POST"},
+		{"PUT", h.farmPath("/webhooks/" + uuid.NewString()), "GET, HEAD, PATCH, DELETE"},
 		{"GET", h.farmPath("/webhooks/" + uuid.NewString() + "/secret/rotate"), "POST"},
 		{"GET", h.farmPath("/webhooks/" + uuid.NewString() + "/redeliver"), "POST"},
 		{"DELETE", h.farmPath("/members"), "POST"},
@@ -344,7 +344,7 @@ func TestUnknownMethodOnUnknownPath(t *testing.T) {
 	expectError(t, h.do(req{method: "FOO", path: "/nope/at/all"}), http.StatusNotFound, furrow.ENOTFOUND, "no such endpoint")
 	r := h.do(req{method: "POST", path: "/healthz"})
 	expectError(t, r, http.StatusMethodNotAllowed, furrow.EINVALID, "not allowed")
-	if got := r.Header.Get("Allow"); got != "GET" {
-		t.Errorf("POST /healthz: Allow = %q, want %q", got, "GET")
+	if got := r.Header.Get("Allow"); got != "GET, HEAD" {
+		t.Errorf("POST /healthz: Allow = %q, want %q", got, "GET, HEAD")
 	}
 }

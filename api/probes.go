@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // readyTimeout bounds the database check of /readyz.
@@ -50,6 +51,7 @@ func Probes(ready Pinger, log *slog.Logger) http.Handler {
 	}
 	s := &server{Deps: Deps{Ready: ready, Logger: log}}
 	r := chi.NewRouter()
+	r.Use(middleware.GetHead)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	return r

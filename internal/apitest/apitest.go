@@ -68,7 +68,7 @@ func (c *Contract) Check(req *http.Request, reqBody []byte, resp *http.Response,
 	reqOK, reqErrs := c.v.ValidateHttpRequestSync(withBody(req, reqBody))
 	where := req.Method + " " + req.URL.Path
 	if unrouted(reqErrs) {
-		return c.checkUnrouted(where, resp, respBody)
+		return c.checkUnrouted(where, req.Method == http.MethodHead, resp, respBody)
 	}
 	var problems []string
 	if !reqOK && (resp.StatusCode < 400 || resp.StatusCode > 499) {
@@ -85,12 +85,13 @@ func (c *Contract) Check(req *http.Request, reqBody []byte, resp *http.Response,
 }
 
 // checkUnrouted checks the answer to a path or method the document does not
-// have: the server must not serve it either.
-func (c *Contract) checkUnrouted(where string, resp *http.Response, body []byte) error {
+// have: the server must not serve it either. The answer to a HEAD request
+// has the headers of an error but no body.
+func (c *Contract) checkUnrouted(where string, head bool, resp *http.Response, body []byte) error {
 	if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
 		return fmt.Errorf("%s: the document has no such route, but the server answered %d", where, resp.StatusCode)
 	}
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || !bytes.Contains(body, []byte(`"error"`)) {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || !head && !bytes.Contains(body, []byte(`"error"`)) {
 		return fmt.Errorf("%s: answer %d to an unknown route is not an {error, reason} body: %q", where, resp.StatusCode, body)
 	}
 	return nil
