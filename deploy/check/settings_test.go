@@ -79,19 +79,36 @@ func TestHelmSettingsReadIsCmdFurrows(t *testing.T) {
 // TestHelmUnknownSetting: a FURROW_* key of settings that Furrow does not
 // read (a misspelling) fails the render, naming it, rather than being
 // ignored by every pod; every setting Furrow reads that the chart does not
-// set itself is accepted, and so are variables of other programs (OTEL_*).
+// set itself is accepted, but furrow dev's own, and so are variables of
+// other programs (OTEL_*).
 func TestHelmUnknownSetting(t *testing.T) {
 	for _, k := range []string{"FURROW_RETRY_SCHEDUL", "FURROW_READING_RETENTION", "FURROW_WEBHOOK_ALLOW_PRIVATES"} {
 		renderFails(t, map[string]any{"settings": map[string]any{k: "x"}}, "settings."+k)
 	}
 	all := map[string]any{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"}
 	for name := range furrowSettings(t) {
-		if !slices.Contains(reservedSettings, name) {
+		if !slices.Contains(reservedSettings, name) && !strings.HasPrefix(name, "FURROW_DEV_") {
 			all[name] = "x"
 		}
 	}
 	all["FURROW_SHUTDOWN_TIMEOUT"] = "30s" // the chart reads this one
 	if _, err := renderFiles(t, map[string]any{"settings": all}); err != nil {
 		t.Errorf("settings of every variable Furrow reads (but those the chart sets) do not render: %v", err)
+	}
+}
+
+// TestHelmDevSettingsRefused: a setting only furrow dev reads fails the
+// render, naming it and why, since the chart's serve and worker would
+// ignore it without a word.
+func TestHelmDevSettingsRefused(t *testing.T) {
+	var dev int
+	for name := range furrowSettings(t) {
+		if strings.HasPrefix(name, "FURROW_DEV_") {
+			dev++
+			renderFails(t, map[string]any{"settings": map[string]any{name: "x"}}, "settings."+name, "only furrow dev reads")
+		}
+	}
+	if dev < 3 {
+		t.Fatalf("found %d FURROW_DEV_ settings in cmd/furrow, want the data directory, Temporal and UI addresses", dev)
 	}
 }

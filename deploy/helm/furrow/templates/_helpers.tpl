@@ -105,6 +105,9 @@ key Furrow does not read (furrow.settingsRead).
 {{- with get $reserved $k }}
 {{- fail (printf "settings.%s: the chart sets %s itself (%s); remove it from settings" $k $k .) }}
 {{- end }}
+{{- if hasPrefix "FURROW_DEV_" $k }}
+{{- fail (printf "settings.%s: only furrow dev reads %s, and the chart runs furrow serve and furrow worker, which ignore it; remove it from settings" $k $k) }}
+{{- end }}
 {{- if and (hasPrefix "FURROW_" $k) (not (has $k $read)) }}
 {{- fail (printf "settings.%s: Furrow reads no setting of that name, so every pod would ignore it; see docs/operating/configuration.md for the names" $k) }}
 {{- end }}
