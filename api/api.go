@@ -14,7 +14,6 @@ import (
 	"github.com/furrowhq/furrow"
 	"github.com/furrowhq/furrow/api/ratelimit"
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -152,9 +151,7 @@ func New(cfg Config, deps Deps) http.Handler {
 
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
-	// GetHead answers HEAD on every GET route as GET, less the body (RFC
-	// 9110, 9.3.2): uptime checkers and load balancers often probe so.
-	r.Use(requestID, s.logRequests, s.recoverer, s.deadline, middleware.GetHead)
+	r.Use(requestID, s.logRequests, s.recoverer, s.deadline, headAsGet(r))
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return furrow.Errorf(furrow.ENOTFOUND, "There is no such endpoint.")
 	}))

@@ -47,14 +47,11 @@ var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 	http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // allowedMethods returns, for the Allow header a 405 must carry (RFC 9110),
-// the methods mux serves on r's path: HEAD wherever GET (see routes). mux
+// the methods mux serves on r's path: HEAD wherever GET (headAsGet). mux
 // is the whole API's router: the route context of a subrouter's 405 may
 // hold no routes to match against.
 func allowedMethods(mux chi.Routes, r *http.Request) string {
-	path := r.URL.RawPath
-	if path == "" {
-		path = r.URL.Path
-	}
+	path := routePath(r)
 	var allowed []string
 	for _, m := range routeMethods {
 		if mux.Match(chi.NewRouteContext(), m, path) ||
