@@ -65,8 +65,11 @@ func Probes(ready Pinger, log *slog.Logger) http.Handler {
 func headAsGet(mux chi.Routes) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if rctx := chi.RouteContext(r.Context()); rctx != nil && r.Method == http.MethodHead &&
-				!mux.Match(chi.NewRouteContext(), http.MethodHead, routePath(r)) {
+			if r.Method != http.MethodHead {
+				next.ServeHTTP(w, r) // the readings' path: nothing more to ask
+				return
+			}
+			if rctx := chi.RouteContext(r.Context()); rctx != nil && !mux.Match(chi.NewRouteContext(), http.MethodHead, routePath(r)) {
 				rctx.RouteMethod = http.MethodGet
 			}
 			next.ServeHTTP(w, r)
