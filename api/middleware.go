@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/furrowhq/furrow"
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/google/uuid"
 )
@@ -209,4 +210,33 @@ func (s *server) wellFormedQuery(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// headAsGet routes a HEAD request that mux has no HEAD route for as GET,
+// so that every GET route answers HEAD with GET's status and headers
+// (RFC 9110, 9.3.2); net/http drops the body and keeps its Content-Length.
+// Uptime checkers and load balancers often probe with HEAD. It asks mux
+// itself, not the routing context's router: a wrapper that hands the
+// router its routing context (telemetry's) leaves that router unset.
+func headAsGet(mux chi.Routes) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodHead {
+				next.ServeHTTP(w, r) // the readings' path: nothing more to ask
+				return
+			}
+			if rctx := chi.RouteContext(r.Context()); rctx != nil && !mux.Match(chi.NewRouteContext(), http.MethodHead, routePath(r)) {
+				rctx.RouteMethod = http.MethodGet
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// routePath is the path chi routes r by.
+func routePath(r *http.Request) string {
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.Path
 }
