@@ -31,13 +31,13 @@ func CommitTogether(db *DB, rs []furrow.Reading, keys ...string) []error {
 
 // MigrateUpTo applies the migrations up to and including version.
 func MigrateUpTo(ctx context.Context, databaseURL, version string) error {
-	return migrate(ctx, databaseURL, version, defaultLockPatience)
+	return migrateWith(ctx, databaseURL, version, defaultLockPatience, MigrateOptions{})
 }
 
 // MigrateWithLockPatience is Migrate with each try's wait for a table lock
 // bounded by timeout, tries tries in all, pause apart.
 func MigrateWithLockPatience(ctx context.Context, databaseURL string, timeout, pause time.Duration, tries int) error {
-	return migrate(ctx, databaseURL, "", lockPatience{timeout: timeout, pause: pause, tries: tries})
+	return migrateWith(ctx, databaseURL, "", lockPatience{timeout: timeout, pause: pause, tries: tries}, MigrateOptions{})
 }
 
 // SweepCandidatesSQL is the offline sweep's candidate query, for plan tests.

@@ -116,13 +116,8 @@ type lockPatience struct {
 // at most lockTimeout.
 var defaultLockPatience = lockPatience{timeout: lockTimeout, pause: time.Second, tries: 12}
 
-// migrate applies the migrations up to and including version upTo, or all
-// of them when upTo is empty, with the default connection bounds.
-func migrate(ctx context.Context, databaseURL, upTo string, patience lockPatience) error {
-	return migrateWith(ctx, databaseURL, upTo, patience, MigrateOptions{})
-}
-
-// migrateWith is migrate on a connection bounded by opts.
+// migrateWith applies the migrations up to and including version upTo, or
+// all of them when upTo is empty, on a connection bounded by opts.
 func migrateWith(ctx context.Context, databaseURL, upTo string, patience lockPatience, opts MigrateOptions) error {
 	log := opts.Logger
 	if log == nil {

@@ -56,12 +56,6 @@ type FailOpenLimiter struct {
 	openUntil atomic.Int64
 }
 
-// FailOpen wraps inner with the default bound and breaker. A nil logger
-// discards the log lines.
-func FailOpen(inner furrow.RateLimiter, logger *slog.Logger) *FailOpenLimiter {
-	return NewFailOpen(inner, FailOpenOptions{Logger: logger})
-}
-
 // NewFailOpen wraps inner so that its errors and its slowness allow the
 // request.
 func NewFailOpen(inner furrow.RateLimiter, opts FailOpenOptions) *FailOpenLimiter {

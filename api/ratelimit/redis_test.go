@@ -38,7 +38,7 @@ func TestFailOpenAllowsAndCounts(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { c.Close() })
 	var logs strings.Builder
-	f := FailOpen(NewRedis(c, 1, time.Minute, "x:"), slog.New(slog.NewTextHandler(&logs, nil)))
+	f := NewFailOpen(NewRedis(c, 1, time.Minute, "x:"), FailOpenOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for i := range 3 {
 		d, err := f.Allow(context.Background(), "key:secretish")
 		if err != nil || !d.Allowed {
@@ -55,7 +55,7 @@ func TestFailOpenAllowsAndCounts(t *testing.T) {
 
 func TestFailOpenPassesDecisions(t *testing.T) {
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
-	f := FailOpen(NewMemory(1, time.Minute, clock), nil)
+	f := NewFailOpen(NewMemory(1, time.Minute, clock), FailOpenOptions{})
 	f.Allow(context.Background(), "k")
 	if d, _ := f.Allow(context.Background(), "k"); d.Allowed || d.RetryAfter != time.Minute {
 		t.Fatalf("got %+v, want the inner rejection", d)

@@ -115,9 +115,6 @@ func (s *speedSampler) samples() []time.Duration {
 	return <-s.done
 }
 
-// median stops the sampling and returns the median of its samples, in µs.
-func (s *speedSampler) median() float64 { return medianUS(s.samples()) }
-
 // medianUS returns the median of samples (Summarize's p50) in µs, 0 when
 // there are none; it sorts samples.
 func medianUS(samples []time.Duration) float64 {

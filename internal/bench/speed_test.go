@@ -27,7 +27,7 @@ func TestSpeedSamplerSamplesAtOnceAndOnEachTick(t *testing.T) {
 		}
 	}
 	// Even a sampler stopped at once has its first sample.
-	if us := startSpeedSampler(time.Hour).median(); us <= 0 {
+	if us := medianUS(startSpeedSampler(time.Hour).samples()); us <= 0 {
 		t.Errorf("median of a sampler stopped at once = %v; want its first sample", us)
 	}
 }
