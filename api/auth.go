@@ -21,6 +21,9 @@ var (
 	// no device: a new key would not help, a certificate for a claimed
 	// device would.
 	errCertificateInvalid = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is invalid: the client certificate names no claimed device (its CN must be device:<device uuid>).")
+	// errUserTokenForDevice refuses a user token where a device key goes:
+	// no lookup could find it, and the reason names the mix-up.
+	errUserTokenForDevice = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is a user token: readings take the device's key (Authorization: Bearer fdk_…).")
 )
 
 // deviceCredential is an authenticated device and its rate-limit key.
@@ -35,8 +38,9 @@ type deviceCredential struct {
 }
 
 // authDevice authenticates a device by the certificate header, believed only
-// from a trusted proxy, else by its bearer key. It returns errCredentialMissing
-// or errCredentialInvalid, or an internal error when the lookup fails.
+// from a trusted proxy, else by its bearer key. It returns errCredentialMissing,
+// errCredentialInvalid or errUserTokenForDevice, or an internal error when the
+// lookup fails.
 func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 	if cn := r.Header.Get(certHeader); cn != "" && s.trustedPeer(r.RemoteAddr) {
 		return s.deviceByCert(r.Context(), cn)
@@ -44,6 +48,14 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 	key, err := bearer(r)
 	if err != nil {
 		return deviceCredential{}, err
+	}
+	// Every device key ever issued has the prefix: a token without it
+	// costs no lookup.
+	switch {
+	case strings.HasPrefix(key, furrow.UserTokenPrefix):
+		return deviceCredential{}, errUserTokenForDevice
+	case !strings.HasPrefix(key, furrow.DeviceKeyPrefix):
+		return deviceCredential{}, errCredentialInvalid
 	}
 	sum := furrow.HashSecret(key)
 	cred := deviceCredential{key: "key:" + hex.EncodeToString(sum[:16]), keyHash: &sum}

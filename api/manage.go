@@ -66,6 +66,9 @@ func (s *server) authUser(tokenOf func(*http.Request) (string, error)) func(http
 			if err != nil {
 				return nil, userTokenError(err)
 			}
+			if strings.HasPrefix(token, furrow.DeviceKeyPrefix) {
+				return nil, errDeviceKeyForUser
+			}
 			u, err := s.Users.UserByToken(r.Context(), token)
 			if err != nil {
 				return nil, userTokenError(unauthorizedOr(err, errCredentialInvalid))
@@ -79,6 +82,9 @@ func (s *server) authUser(tokenOf func(*http.Request) (string, error)) func(http
 var (
 	errUserTokenMissing = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is missing: send Authorization: Bearer <user token>.")
 	errUserTokenInvalid = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is invalid: no user has this token.")
+	// errDeviceKeyForUser refuses a device key where a user token goes,
+	// without a lookup.
+	errDeviceKeyForUser = furrow.Errorf(furrow.EUNAUTHORIZED, "The credential is a device key: this API takes a user token (Authorization: Bearer fut_…).")
 )
 
 // userTokenError says err, a refusal of a device credential, of a user

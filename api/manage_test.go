@@ -89,6 +89,7 @@ func TestManagementAccess(t *testing.T) {
 			path := h.farmPath(e.path)
 			expectError(t, h.user("", e.method, path, "{}"), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "missing: send Authorization: Bearer <user token>")
 			expectError(t, h.user("fut_bogus", e.method, path, "{}"), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "The credential is invalid: no user has this token")
+			expectError(t, h.user(h.deviceKey, e.method, path, "{}"), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "The credential is a device key: this API takes a user token")
 			expectError(t, h.user(h.outsider, e.method, path, "{}"), http.StatusNotFound, furrow.ENOTFOUND, "farm does not exist")
 			other := "/api/farms/" + uuid.NewString() + e.path
 			expectError(t, h.user(h.owner, e.method, other, "{}"), http.StatusNotFound, furrow.ENOTFOUND, "farm does not exist")

@@ -145,6 +145,8 @@ func TestMetricValueCredentials(t *testing.T) {
 	}{
 		{"none", nil, "missing"},
 		{"unknown key", map[string]string{"Authorization": "Bearer fdk_unknown"}, "invalid"},
+		{"not a device key", map[string]string{"Authorization": "Bearer nope"}, "invalid"},
+		{"user token", map[string]string{"Authorization": "Bearer " + h.owner}, "The credential is a user token: readings take the device's key"},
 		{"other scheme", map[string]string{"Authorization": "Basic " + h.deviceKey}, "invalid"},
 		{"empty bearer", map[string]string{"Authorization": "Bearer "}, "invalid"},
 		{"cert from untrusted peer only", map[string]string{certHeader: "device:" + h.device.ID.String()}, "missing"},
@@ -154,6 +156,24 @@ func TestMetricValueCredentials(t *testing.T) {
 			r := h.do(req{method: "POST", path: "/api/metric-values", body: body, header: c.header})
 			expectError(t, r, http.StatusUnauthorized, furrow.EUNAUTHORIZED, c.reason)
 		})
+	}
+}
+
+// A token without the device keys' prefix is refused without a lookup; a
+// key with it is looked up.
+func TestMetricValueForeignTokenCostsNoLookup(t *testing.T) {
+	h := newHarness(t)
+	body := readingBody(h.device.ID.String(), "220", "1")
+	rec := h.store.Record()
+	for _, token := range []string{"nope", h.owner, "FDK_" + strings.TrimPrefix(h.deviceKey, furrow.DeviceKeyPrefix)} {
+		expectError(t, h.post(token, body), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "The credential is")
+	}
+	if calls := rec.Calls("DeviceByKey"); len(calls) != 0 {
+		t.Fatalf("%d key lookups for tokens without the prefix; want none", len(calls))
+	}
+	expectError(t, h.post("fdk_unknown", body), http.StatusUnauthorized, furrow.EUNAUTHORIZED, "invalid")
+	if calls := rec.Calls("DeviceByKey"); len(calls) != 1 {
+		t.Fatalf("%d key lookups for an unknown key with the prefix; want 1", len(calls))
 	}
 }
 
