@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/bench"
 	"github.com/furrowhq/furrow/internal/loopback"
 	"github.com/furrowhq/furrow/internal/testenv"
 )
@@ -35,6 +36,7 @@ func furrowBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		bench.AfterTests(func() { os.RemoveAll(dir) })
 		binary, buildErr = loopback.BuildFurrow(dir)
 	})
 	if buildErr != nil {

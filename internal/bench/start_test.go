@@ -15,13 +15,25 @@ import (
 
 // TestMain lets this test binary stand in for furrow: with
 // BENCH_FAKE_FURROW set to a directory it fails its first start there as a
-// taken port does, and serves /healthz on FURROW_HTTP_ADDR after.
+// taken port does, and serves /healthz on FURROW_HTTP_ADDR after. Once the
+// tests are done it removes what they shared (see AfterTests).
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("BENCH_FAKE_FURROW"); dir != "" {
 		os.Exit(fakeFurrow(dir))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range afterTests {
+		f()
+	}
+	os.Exit(code)
 }
+
+var afterTests []func()
+
+// AfterTests has f run once every test of the run is done, for what several
+// tests share: the smoke tests' furrow binary, a build of some 200 MB that
+// no test's own cleanup may remove.
+func AfterTests(f func()) { afterTests = append(afterTests, f) }
 
 func fakeFurrow(dir string) int {
 	marker := filepath.Join(dir, "started")
