@@ -50,11 +50,11 @@ func (s *server) authDevice(r *http.Request) (deviceCredential, error) {
 		return deviceCredential{}, err
 	}
 	// Every device key ever issued has the prefix: a token without it
-	// costs no lookup.
-	switch {
-	case strings.HasPrefix(key, furrow.UserTokenPrefix):
-		return deviceCredential{}, errUserTokenForDevice
-	case !strings.HasPrefix(key, furrow.DeviceKeyPrefix):
+	// costs no lookup, and a key with it one comparison.
+	if !strings.HasPrefix(key, furrow.DeviceKeyPrefix) {
+		if strings.HasPrefix(key, furrow.UserTokenPrefix) {
+			return deviceCredential{}, errUserTokenForDevice
+		}
 		return deviceCredential{}, errCredentialInvalid
 	}
 	sum := furrow.HashSecret(key)
