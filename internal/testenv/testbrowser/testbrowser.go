@@ -46,6 +46,9 @@ func New(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// With /dev/shm off Chromium keeps its shared memory in TMPDIR, and
+		// leaves a directory there for each run: the test's own is removed.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 		chromedp.CombinedOutput(out),
 	)
 	ctx, cancel := chromedp.NewContext(alloc)
