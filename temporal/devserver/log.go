@@ -32,7 +32,13 @@ func (h minLevelHandler) WithGroup(name string) slog.Handler {
 }
 
 // serverLogger adapts a slog.Logger to the Temporal server's log.Logger.
-type serverLogger struct{ log *slog.Logger }
+// The server derives a logger with tags for every task it runs, and most of
+// them never log at the level kept, so With only keeps the tags; they are
+// converted when a record is kept.
+type serverLogger struct {
+	log  *slog.Logger
+	tags []tag.Tag
+}
 
 var (
 	_ log.Logger      = serverLogger{}
@@ -53,24 +59,39 @@ func (l serverLogger) Fatal(msg string, tags ...tag.Tag)  { l.emit(slog.LevelErr
 
 // With returns a logger that adds tags to every record.
 func (l serverLogger) With(tags ...tag.Tag) log.Logger {
-	return serverLogger{log: l.log.With(attrs(tags)...)}
+	if len(tags) == 0 {
+		return l
+	}
+	// A new slice each time: loggers derived from one parent must not share
+	// the array that a later With appends to.
+	all := make([]tag.Tag, 0, len(l.tags)+len(tags))
+	return serverLogger{log: l.log, tags: append(append(all, l.tags...), tags...)}
 }
 
 // SLog lets server components that speak slog use the same filtered logger.
-func (l serverLogger) SLog() *slog.Logger { return l.log }
+func (l serverLogger) SLog() *slog.Logger {
+	if len(l.tags) == 0 {
+		return l.log
+	}
+	return l.log.With(attrs(l.tags, nil)...)
+}
 
 func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
 	ctx := context.Background()
 	if !l.log.Enabled(ctx, level) {
 		return // skip converting tags for records that would be dropped
 	}
-	l.log.Log(ctx, level, msg, attrs(tags)...)
+	l.log.Log(ctx, level, msg, attrs(l.tags, tags)...)
 }
 
-func attrs(tags []tag.Tag) []any {
-	out := make([]any, len(tags))
-	for i, t := range tags {
-		out[i] = slog.Any(t.Key(), t.Value())
+// attrs converts the logger's tags, then the record's, to slog attributes.
+func attrs(base, tags []tag.Tag) []any {
+	out := make([]any, 0, len(base)+len(tags))
+	for _, t := range base {
+		out = append(out, slog.Any(t.Key(), t.Value()))
+	}
+	for _, t := range tags {
+		out = append(out, slog.Any(t.Key(), t.Value()))
 	}
 	return out
 }
