@@ -41,7 +41,10 @@ func records(t *testing.T, buf *bytes.Buffer) []map[string]any {
 // even when two loggers are derived from one parent.
 func TestServerLoggerWithKeepsTagsPerBranch(t *testing.T) {
 	base, buf := newTestLogger()
-	parent := base.With(tag.NewStringTag("shard", "1"))
+	// Three With calls, so that a parent whose tags had spare capacity
+	// would hand its children one shared array.
+	parent := log.With(log.With(base.With(tag.NewStringTag("shard", "1")),
+		tag.NewStringTag("queue", "transfer")), tag.NewStringTag("ns", "default"))
 	left := log.With(parent, tag.NewStringTag("task", "left"))
 	right := log.With(parent, tag.NewStringTag("task", "right"))
 	left.Warn("left record", tag.NewStringTag("extra", "x"))
@@ -53,7 +56,7 @@ func TestServerLoggerWithKeepsTagsPerBranch(t *testing.T) {
 		t.Fatalf("records = %d, want 3: %s", len(got), buf)
 	}
 	want := []map[string]any{
-		{"msg": "left record", "shard": "1", "task": "left", "extra": "x"},
+		{"msg": "left record", "shard": "1", "ns": "default", "task": "left", "extra": "x"},
 		{"msg": "right record", "shard": "1", "task": "right"},
 		{"msg": "parent record", "shard": "1"},
 	}
@@ -67,7 +70,7 @@ func TestServerLoggerWithKeepsTagsPerBranch(t *testing.T) {
 	if _, ok := got[2]["task"]; ok {
 		t.Errorf("parent record carries a child's tag: %v", got[2])
 	}
-	if !strings.Contains(buf.String(), `"shard":"1","task":"left","extra":"x"`) {
+	if !strings.Contains(buf.String(), `"shard":"1","queue":"transfer","ns":"default","task":"left","extra":"x"`) {
 		t.Errorf("tags out of order: %s", buf)
 	}
 }
