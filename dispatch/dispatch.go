@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/warm"
 )
 
 // Config tunes the dispatcher; zero values take the defaults in brackets.
@@ -91,6 +92,7 @@ type Dispatcher struct {
 	farms      farmBackoffs
 	failStreak int // farms failed on their own since one succeeded
 	paced      startPacer
+	calls      *warm.Pool // runs the store calls and starts (see limited)
 }
 
 var _ furrow.Waker = (*Dispatcher)(nil)
@@ -118,7 +120,7 @@ func New(cfg Config, deps Deps) *Dispatcher {
 	if deps.ContinueTrace == nil {
 		deps.ContinueTrace = func(ctx context.Context, _ string) context.Context { return ctx }
 	}
-	return &Dispatcher{cfg: cfg, deps: deps, owner: uuid.New(), wake: make(chan struct{}, 1), farms: farmBackoffs{}}
+	return &Dispatcher{cfg: cfg, deps: deps, owner: uuid.New(), wake: make(chan struct{}, 1), farms: farmBackoffs{}, calls: warm.New()}
 }
 
 func orDefault[T int | time.Duration](v, def T) T {

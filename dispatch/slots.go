@@ -102,7 +102,8 @@ func (h *waiters) Pop() any {
 }
 
 // limited runs call with a deadline of timeout once a slot of sem is free
-// for rank.
+// for rank. call runs on one of d.calls' goroutines, whose stacks have
+// already grown to a start's depth.
 func (d *Dispatcher) limited(ctx context.Context, sem *ranked, rank int, timeout time.Duration, call func(context.Context) error) error {
 	if err := sem.acquire(ctx, rank); err != nil {
 		return err
@@ -110,5 +111,7 @@ func (d *Dispatcher) limited(ctx context.Context, sem *ranked, rank int, timeout
 	defer sem.release()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return call(cctx)
+	done := make(chan error, 1)
+	d.calls.Go(func() { done <- call(cctx) })
+	return <-done
 }

@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/furrowhq/furrow"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/furrowhq/furrow"
+	"github.com/furrowhq/furrow/internal/warm"
 )
 
 // slidingWindow keeps one sorted set per key whose members are accepted
@@ -59,15 +61,16 @@ const (
 // one Redis. Decisions asked for while a script call is under way are made
 // together by the next call, so a busy instance makes one round trip for
 // many requests instead of one each. The calls are made one after another
-// by one goroutine, which lives while decisions are queued: a busy instance
-// keeps it, and with it a stack already grown to go-redis's depth, instead
-// of growing a fresh one for every call. Its keys must live on one node (a
-// plain or replicated Redis, not a cluster).
+// by one goroutine, which lives while decisions are queued, and runs on a
+// warm.Pool: a goroutine already grown to go-redis's depth, even when
+// requests come one at a time. Its keys must live on one node (a plain or
+// replicated Redis, not a cluster).
 type Redis struct {
 	client *redis.Client
 	limit  int
 	window time.Duration
 	prefix string
+	caller *warm.Pool // runs call
 
 	mu    sync.Mutex
 	queue []*decision // waiting for the next call
@@ -89,7 +92,7 @@ func NewRedis(client *redis.Client, limit int, window time.Duration, prefix stri
 	if limit <= 0 || window < time.Millisecond {
 		panic("ratelimit: limit and window must be positive")
 	}
-	return &Redis{client: client, limit: limit, window: window, prefix: prefix}
+	return &Redis{client: client, limit: limit, window: window, prefix: prefix, caller: warm.New()}
 }
 
 // Allow counts one request for key if fewer than limit were accepted in the
@@ -104,7 +107,7 @@ func (l *Redis) Allow(ctx context.Context, key string) (furrow.RateDecision, err
 	l.busy = true
 	l.mu.Unlock()
 	if start {
-		go l.call()
+		l.caller.Go(l.call)
 	}
 	select {
 	case <-d.done:
