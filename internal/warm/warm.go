@@ -21,11 +21,11 @@ const idle = 5 * time.Second
 
 // Pool runs functions on goroutines it keeps while calls come. It holds
 // as many goroutines as once ran functions at the same time, which its
-// callers bound; each exits after 5 s without one. The zero Pool is not
+// callers bound; each exits after idle without one. The zero Pool is not
 // usable: call New.
 type Pool struct {
-	work    chan func() // unbuffered: a send succeeds only to an idle goroutine
-	started atomic.Int64
+	work    chan func()  // unbuffered: a send succeeds only to an idle goroutine
+	started atomic.Int64 // goroutines started, which the tests read
 }
 
 // New returns an empty pool.
@@ -43,9 +43,6 @@ func (p *Pool) Go(f func()) {
 		go p.loop(f)
 	}
 }
-
-// Started is how many goroutines p has started.
-func (p *Pool) Started() int64 { return p.started.Load() }
 
 // loop runs f, then whatever functions come until none has come for idle.
 func (p *Pool) loop(f func()) {

@@ -20,14 +20,14 @@ func TestPoolKeepsItsGoroutinesWhileCallsCome(t *testing.T) {
 			synctest.Wait() // the goroutine waits for the next function
 			time.Sleep(idle - 100*time.Millisecond)
 		}
-		if ran != 5 || p.Started() != 1 {
-			t.Fatalf("ran %d functions just under idle apart on %d goroutines, want 5 on 1", ran, p.Started())
+		if ran != 5 || p.started.Load() != 1 {
+			t.Fatalf("ran %d functions just under idle apart on %d goroutines, want 5 on 1", ran, p.started.Load())
 		}
 		time.Sleep(idle + 100*time.Millisecond)
 		done := make(chan struct{})
 		p.Go(func() { close(done) })
 		<-done
-		if n := p.Started(); n != 2 {
+		if n := p.started.Load(); n != 2 {
 			t.Fatalf("%d goroutines started after more than idle without a call, want 2", n)
 		}
 		time.Sleep(2 * idle) // past idle: the bubble ends with no goroutine left
@@ -52,7 +52,7 @@ func TestPoolRunsFunctionsSideBySide(t *testing.T) {
 			wg.Wait()
 			synctest.Wait()
 		}
-		if got := p.Started(); got != n {
+		if got := p.started.Load(); got != n {
 			t.Fatalf("%d goroutines started for three waves of %d functions, want %d", got, n, n)
 		}
 		time.Sleep(2 * idle) // past idle: the bubble ends with no goroutine left
