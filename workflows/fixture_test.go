@@ -136,17 +136,25 @@ func newFixture(url string, failures int) *fixture {
 // loaded machine a workflow task may well take longer without being stuck.
 const deadlockBound = time.Minute
 
-// newEnv returns a test workflow environment with deadlockBound.
+// envStart is where every test environment's clock starts. Left to the
+// SDK, each starts at the wall clock when made, so times a test takes
+// from one environment before running another would be off by however
+// long that took: enough, on a loaded machine, to put a chain's end a
+// millisecond after a re-enable on the wrong side of it.
+var envStart = time.Now()
+
+// newEnv returns a test workflow environment with deadlockBound, its clock
+// at envStart.
 func newEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: deadlockBound})
+	env.SetStartTime(envStart)
 	return env
 }
 
 // minutes returns the time, in ms, m minutes after a test environment's
 // start, for chain reports' ends and delivery rows.
 func minutes() func(m int) int64 {
-	start := newEnv().Now()
-	return func(m int) int64 { return furrow.Millis(start.Add(time.Duration(m) * time.Minute)) }
+	return func(m int) int64 { return furrow.Millis(envStart.Add(time.Duration(m) * time.Minute)) }
 }

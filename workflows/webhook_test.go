@@ -280,7 +280,7 @@ func TestWebhookFailureBeforeAnUnreportedDeliveryDoesNotCount(t *testing.T) {
 // At the fifth failure too: a superseded failure does not disable.
 func TestWebhookSupersededFifthFailureDoesNotDisable(t *testing.T) {
 	f := newFixture("https://example.com", furrow.MaxFailedChains-1)
-	start := newEnv().Now()
+	start := envStart
 	err := f.store.AddAttempt(context.Background(), furrow.Attempt{DeliveryID: uuid.New(), WebhookID: f.webhook.ID,
 		EventID: furrow.NewEventID(), Attempt: 1, StatusCode: 204, AtMs: furrow.Millis(start.Add(2 * time.Minute))})
 	if err != nil {
